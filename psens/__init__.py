@@ -1,0 +1,26 @@
+"""psens: measure and explain the prompt sensitivity of language models.
+
+Four methods on one data model: IPS (AND-OR interactions, the centre), PSS (ProSA),
+EAS (heuristic vs judge) and DBSA (distribution-based token sensitivity).
+
+``import psens`` loads neither torch nor any UI library; submodules that need them
+import them lazily and name the extra to install when it is missing.
+"""
+
+from psens import interactions, ips
+from psens.interactions import SolverSettings, and_or, mobius_and, mobius_or, reconstruct
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # interactions
+    "SolverSettings",
+    "__version__",
+    "and_or",
+    "interactions",
+    # metrics
+    "ips",
+    "mobius_and",
+    "mobius_or",
+    "reconstruct",
+]

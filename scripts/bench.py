@@ -1,0 +1,190 @@
+"""`make bench`: psens against baselines run in the same process, reported as ratios.
+
+Machines are noisy, so every figure is a ratio of two timings taken side by side (best of
+several repeats); absolute times are printed for context only. Results also go to
+``build/bench.json``. Other benchmark modules in this folder (``bench_*.py`` exposing
+``bench() -> list[dict]``) are run too.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from psens.interactions import and_or, mobius_and  # noqa: E402
+from psens.interactions.exact import lp_matrices  # noqa: E402
+
+
+def best_time(fn, repeats: int = 5) -> float:
+    """Best wall time of ``repeats`` calls (after one warm-up call)."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def result(name, psens_s, base_s, target, *, higher_is_better=True, **extra) -> dict:
+    ratio = base_s / psens_s
+    ok = ratio >= target if higher_is_better else ratio <= target
+    return {
+        "name": name,
+        "psens_seconds": psens_s,
+        "baseline_seconds": base_s,
+        "ratio": ratio,
+        "target": target,
+        "ok": bool(ok),
+        **extra,
+    }
+
+
+def bench_mobius_batch() -> dict:
+    n, batch = 12, 256
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(batch, 1 << n))
+    dense = lp_matrices(n)[0].toarray()  # the Möbius matrix, built beforehand
+    psens_s = best_time(lambda: mobius_and(v))
+    base_s = best_time(lambda: v @ dense.T, repeats=3)
+    np.testing.assert_allclose(mobius_and(v), v @ dense.T, atol=1e-8)
+    return result("mobius_and 256 games n=12 vs dense matmul", psens_s, base_s, 15.0)
+
+
+def bench_mobius_large() -> dict:
+    n = 20
+    v = np.random.default_rng(1).normal(size=1 << n)
+    work = v.copy()
+    half = 1 << (n - 1)
+
+    def streaming():
+        for _ in range(n):
+            np.subtract(work[half:], work[:half], out=work[half:])
+
+    out = np.empty_like(v)
+    psens_s = best_time(lambda: mobius_and(v, out=out), repeats=9)
+    base_s = best_time(streaming, repeats=9)
+    # target: psens time <= 1.5 x the streaming passes, i.e. ratio base/psens >= 1/1.5
+    return result("mobius_and one game n=20 vs n streaming passes", psens_s, base_s, 1 / 1.5)
+
+
+def bench_sgd_step() -> dict:
+    n, batch = 12, 64
+    rng = np.random.default_rng(2)
+    v = rng.normal(size=(batch, 1 << n))
+    M, L = (m.toarray() for m in lp_matrices(n))
+    gamma, buf = np.zeros_like(v), np.zeros_like(v)
+
+    def dense_steps(k=2):
+        nonlocal gamma, buf
+        for _ in range(k):
+            ga = np.sign((0.5 * v + gamma) @ M.T) @ M
+            go = np.sign((0.5 * v - gamma) @ L.T) @ L
+            buf = 0.9 * buf + (ga - go)
+            gamma = gamma - 1e-5 * buf
+
+    steps = 200
+    psens_s = best_time(lambda: and_or(v, "sgd", steps=steps), repeats=3) / steps
+    base_s = best_time(dense_steps, repeats=2) / 2
+    return result("and_or sgd per step, 64 games n=12 vs dense", psens_s, base_s, 10.0)
+
+
+def bench_exact() -> dict:
+    from scipy.optimize import linprog  # noqa: F401  (baseline below)
+
+    from psens.interactions.exact import _solve_one_highs
+
+    n, games = 8, 8
+    rng = np.random.default_rng(3)
+    v = rng.normal(size=(games, 1 << n))
+    res = and_or(v, "exact")  # warm-up + values
+    t = time.perf_counter()
+    res = and_or(v, "exact")
+    psens_s = (time.perf_counter() - t) / games
+    t = time.perf_counter()
+    gammas = [_solve_one_highs(row, n) for row in v]
+    base_s = (time.perf_counter() - t) / games
+    from psens.interactions import l1_objective, mobius_or
+
+    opt = np.array(
+        [
+            l1_objective(mobius_and(0.5 * row + g), mobius_or(0.5 * row - g))
+            for row, g in zip(v, gammas, strict=True)
+        ]
+    )
+    rel = float(np.max(np.abs(res.loss - opt) / np.abs(opt)))
+    r = result("and_or exact n=8 vs linprog(highs), per game", psens_s, base_s, 10.0)
+    r["max_rel_gap_to_lp"] = rel
+    r["ok"] = r["ok"] and rel <= 1e-5
+    return r
+
+
+def machine() -> dict:
+    info = {"python": platform.python_version(), "cores": os.cpu_count()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            info["cpu"] = next(ln.split(":", 1)[1].strip() for ln in f if "model name" in ln)
+    except (OSError, StopIteration):
+        info["cpu"] = platform.processor()
+    try:
+        info["mem_gib"] = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
+    except (ValueError, OSError):
+        pass
+    return info
+
+
+def other_benches() -> list[dict]:
+    rows = []
+    for path in sorted(Path(__file__).parent.glob("bench_*.py")):
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        mod = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(mod)
+            rows.extend(mod.bench())
+        except Exception as exc:  # report, keep going: one broken bench must not hide others
+            rows.append({"name": path.stem, "error": f"{type(exc).__name__}: {exc}", "ok": False})
+    return rows
+
+
+def main() -> int:
+    print(f"machine: {machine()}")
+    rows = []
+    for fn in (bench_mobius_batch, bench_mobius_large, bench_sgd_step, bench_exact):
+        rows.append(fn())
+        _print(rows[-1])
+    for row in other_benches():
+        rows.append(row)
+        _print(row)
+    out = ROOT / "build" / "bench.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"machine": machine(), "results": rows}, indent=2))
+    print(f"wrote {out.relative_to(ROOT)}")
+    return 0
+
+
+def _print(r: dict) -> None:
+    if "error" in r:
+        print(f"  ERROR  {r['name']}: {r['error']}")
+        return
+    flag = "ok  " if r.get("ok") else "MISS"
+    print(
+        f"  {flag} {r['name']}: ratio {r['ratio']:.2f} (target {r['target']:.2f}); "
+        f"psens {r['psens_seconds'] * 1e3:.3f} ms, baseline {r['baseline_seconds'] * 1e3:.3f} ms"
+        + "".join(
+            f"; {k} {v:.3g}" for k, v in r.items() if k.startswith("max_") or k.endswith("_per_s")
+        )
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

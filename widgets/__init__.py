@@ -1,0 +1,1 @@
+"""Reusable ipywidgets + altair components (imported as psens.widgets)."""
