@@ -102,7 +102,7 @@ def bench_sgd_step() -> dict:
 def bench_exact() -> dict:
     from scipy.optimize import linprog  # noqa: F401  (baseline below)
 
-    from psens.interactions.exact import _solve_one_highs
+    from psens.interactions.exact import solve_gamma_linprog
 
     n, games = 8, 8
     rng = np.random.default_rng(3)
@@ -112,7 +112,7 @@ def bench_exact() -> dict:
     res = and_or(v, "exact")
     psens_s = (time.perf_counter() - t) / games
     t = time.perf_counter()
-    gammas = [_solve_one_highs(row, n) for row in v]
+    gammas = [solve_gamma_linprog(row, n) for row in v]
     base_s = (time.perf_counter() - t) / games
     from psens.interactions import l1_objective, mobius_or
 

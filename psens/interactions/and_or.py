@@ -61,9 +61,8 @@ class SolverSettings:
     qthres : float
         Bound of the noise term relative to ``|v(N) - v(∅)|``; 0 disables it.
     tol : float
-        ``"exact"``: relative duality gap at which the solver stops.
-    max_iter : int
-        ``"exact"``: iteration cap of the first-order phase before the LP fallback.
+        ``"exact"``: largest relative difference allowed between the LP optimum and the
+        objective recomputed from the returned split.
     """
 
     method: Method = "sgd"
@@ -72,7 +71,6 @@ class SolverSettings:
     momentum: float = 0.9
     qthres: float = 0.0
     tol: float = 1e-9
-    max_iter: int = 20_000
 
     def __post_init__(self) -> None:
         where = "SolverSettings"
@@ -83,7 +81,6 @@ class SolverSettings:
         check_in_interval(self.momentum, where, "momentum", 0.0, 1.0, closed="left")
         check_in_interval(self.qthres, where, "qthres", 0.0, 1.0, closed="left")
         check_in_interval(self.tol, where, "tol", 0.0, 1.0)
-        check_positive_int(self.max_iter, where, "max_iter")
         if self.method == "exact" and self.qthres > 0:
             fail(
                 where,
@@ -140,7 +137,7 @@ def and_or(
         See the module docstring.
     settings : SolverSettings, optional
         All solver settings at once; keyword arguments (``steps``, ``lr``, ``momentum``,
-        ``qthres``, ``tol``, ``max_iter``) override single fields.
+        ``qthres``, ``tol``) override single fields.
     progress : bool
         Show a tqdm bar (SGD steps, or exact-solver games).
 
@@ -173,7 +170,7 @@ def and_or(
     else:
         from psens.interactions.exact import solve_gamma
 
-        gamma, info = solve_gamma(flat, n, tol=st.tol, max_iter=st.max_iter, progress=progress)
+        gamma, info = solve_gamma(flat, n, tol=st.tol, progress=progress)
         q = None
     I_and, I_or = _decompose(flat, gamma, q)
     shape = a.shape
