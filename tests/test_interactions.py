@@ -240,3 +240,35 @@ def test_solver_settings_errors():
         and_or(v, "newton")
     with pytest.raises(ValueError, match="lr"):
         and_or(v, "sgd", lr=-1.0)
+
+
+# ----------------------------------------------------------------------------- converters
+
+
+def test_msb_order_round_trip_and_meaning():
+    from psens.interactions.convert import from_msb_order, to_msb_order
+
+    v = np.random.default_rng(6).normal(size=(2, 16))
+    np.testing.assert_array_equal(from_msb_order(to_msb_order(v)), v)
+    # MSB-first: the set {player 0} is index 2**(n-1)
+    msb = to_msb_order(v)
+    assert msb[0, 8] == v[0, 1]
+    assert msb[0, 1] == v[0, 8]
+
+
+def test_shapiq_round_trip_matches_its_moebius():
+    shapiq = pytest.importorskip("shapiq")
+    from psens.interactions.convert import from_shapiq, to_shapiq
+
+    n = 4
+    v = np.random.default_rng(7).normal(size=1 << n)
+    iv = to_shapiq(mobius_and(v))
+    assert iv.index == "Moebius" and iv.n_players == n
+    assert iv[(0, 2)] == pytest.approx(mobius_and(v)[0b0101])
+    np.testing.assert_allclose(from_shapiq(iv), mobius_and(v))
+
+    def value_fn(coalitions):
+        return np.array([v[int(sum(1 << i for i in np.flatnonzero(c)))] for c in coalitions])
+
+    exact = shapiq.ExactComputer(n_players=n, game=value_fn)
+    np.testing.assert_allclose(from_shapiq(exact("Moebius")), mobius_and(v), atol=1e-9)
