@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install demo test test-fast test-slow test-browser bench lint format clean
+.PHONY: install demo test test-slow test-integration test-browser bench lint format clean
 
 install: $(STAMP)
 
@@ -35,6 +35,14 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow --timeout=1800
+
+# A real OpenAI-compatible server (llama.cpp) for the backend tests. A default native build
+# dies with "Illegal instruction" on these CPUs, hence the explicit CPU flags (~6 min build,
+# cached by pip afterwards).
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+test-integration: $(STAMP)
+	$(PY) -c "import llama_cpp.server" 2>/dev/null || CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install --quiet "llama-cpp-python[server]==0.3.36"
+	$(PY) -m pytest -q -m integration --timeout=900
 
 bench: $(STAMP)
 	$(PY) scripts/bench.py

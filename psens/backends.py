@@ -1,0 +1,603 @@
+"""Black-box generation backends and judges for output-level sensitivity (PSS, EAS).
+
+:class:`OpenAIClient` talks to any OpenAI-compatible HTTP server — OpenAI, vLLM, Ollama
+(``/v1``), llama.cpp / llama-cpp-python servers — through ``/chat/completions`` and
+``/completions``, with
+
+* retries with exponential backoff (connection errors, timeouts, HTTP 408/409/429/5xx; other
+  4xx fail at once), honouring ``Retry-After`` up to ``backoff_max``;
+* a per-request timeout and a concurrency limit (a thread pool of ``concurrency`` workers);
+* an on-disk response cache (:class:`ResponseCache`, one JSON file per key, atomic writes)
+  keyed by a SHA-256 of (endpoint kind, model, prompt or messages, params, seed).
+
+A call that still fails after its retries is returned as a :class:`Response` with
+``status="failed"`` and the error text — never as an empty string or a made-up answer — and it
+is *not* written to the cache, so re-running the same batch retries exactly the failures while
+every success is served from disk without a request.
+
+Judges (:class:`Judge`) turn (question, reference, response) into a :class:`Verdict` (binary
+``correct`` or graded ``score``, the judge's raw text, a status). :class:`CallableJudge` wraps
+any ``generate(prompts) -> list[str]`` callable (e.g. the local HF model layer);
+:class:`HTTPJudge` uses an :class:`OpenAIClient`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from psens._validation import check_positive_int, fail
+
+__all__ = [
+    "DEFAULT_JUDGE_TEMPLATE",
+    "GRADED_JUDGE_TEMPLATE",
+    "CallableJudge",
+    "HTTPJudge",
+    "Judge",
+    "OpenAIClient",
+    "Response",
+    "ResponseCache",
+    "Verdict",
+    "cache_key",
+    "parse_verdict",
+]
+
+Status = Literal["ok", "failed"]
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+# --------------------------------------------------------------------------------------------
+# responses and cache
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Response:
+    """One generation: ``status`` "ok" with ``text``, or "failed" with ``error`` (text None).
+
+    ``cached`` tells whether it came from the disk cache; ``attempts`` how many HTTP requests
+    were made for it (0 for a cache hit).
+    """
+
+    status: Status
+    text: str | None
+    key: str
+    error: str | None = None
+    finish_reason: str | None = None
+    cached: bool = False
+    attempts: int = 0
+    raw: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        """True for a successful call."""
+        return self.status == "ok"
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def cache_key(
+    kind: str, model: str, payload: Any, params: Mapping[str, Any], seed: int | None = None
+) -> str:
+    """SHA-256 hex key of (endpoint kind, model, prompt or messages, params, seed).
+
+    Params are canonicalised (sorted keys, ``None`` values dropped), so argument order does
+    not matter.
+    """
+    clean = {k: v for k, v in params.items() if v is not None}
+    body = _canonical(
+        {"kind": kind, "model": model, "payload": payload, "params": clean, "seed": seed}
+    )
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """Successful responses on disk: ``<root>/<key[:2]>/<key>.json``, written atomically
+    (temporary file in the same folder, fsync, ``os.replace``), safe across threads and
+    processes (the last writer of a key wins; all writers hold the same content)."""
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        self.root = Path(root).expanduser()
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def path(self, key: str) -> Path:
+        """The file of ``key``."""
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored record of ``key``, or None (also for an unreadable file)."""
+        p = self.path(key)
+        try:
+            return json.loads(p.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def put(self, key: str, record: Mapping[str, Any]) -> None:
+        """Store ``record`` under ``key`` atomically."""
+        p = self.path(key)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(record, fh, ensure_ascii=False)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, p)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.root.glob("*/*.json"))
+
+    def __contains__(self, key: str) -> bool:
+        return self.path(key).exists()
+
+
+# --------------------------------------------------------------------------------------------
+# HTTP client
+# --------------------------------------------------------------------------------------------
+
+
+class OpenAIClient:
+    """Client for an OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp).
+
+    Parameters
+    ----------
+    base_url
+        Server root including the version prefix, e.g. ``http://127.0.0.1:8000/v1``.
+    model
+        Model name sent with every request (part of the cache key).
+    api_key
+        Bearer token, if the server needs one (pass it explicitly; nothing is read from the
+        environment).
+    timeout
+        Seconds per HTTP request (connect, read, write, pool).
+    max_retries
+        Retries after the first attempt for retryable failures.
+    backoff, backoff_max
+        Sleep ``min(backoff_max, backoff · 2**attempt)`` seconds between attempts.
+    concurrency
+        Requests in flight at once for the batch methods.
+    cache_dir
+        Folder of the :class:`ResponseCache`; None disables caching.
+    default_params
+        Request params applied to every call (e.g. ``temperature=0, max_tokens=64``); per-call
+        params override them.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        backoff_max: float = 8.0,
+        concurrency: int = 4,
+        cache_dir: str | os.PathLike | None = None,
+        default_params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        import httpx
+
+        where = "OpenAIClient"
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            fail(where, f"base_url={base_url!r}", "Pass e.g. 'http://127.0.0.1:8000/v1'")
+        check_positive_int(concurrency, where, "concurrency")
+        check_positive_int(max_retries, where, "max_retries", minimum=0)
+        if not timeout or timeout <= 0:
+            fail(where, f"timeout={timeout!r}", "Pass a positive number of seconds")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.backoff = float(backoff)
+        self.backoff_max = float(backoff_max)
+        self.concurrency = int(concurrency)
+        self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
+        self.default_params = dict(default_params or {"temperature": 0.0})
+        hdrs = dict(headers or {})
+        if api_key:
+            hdrs["Authorization"] = f"Bearer {api_key}"
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            timeout=httpx.Timeout(self.timeout),
+            headers=hdrs,
+            limits=httpx.Limits(max_connections=self.concurrency),
+        )
+        self._lock = threading.Lock()
+        self.n_requests = 0  # HTTP requests sent (for tests and progress reports)
+
+    # ---------------------------------------------------------------- plumbing
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> OpenAIClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def models(self) -> list[str]:
+        """Model ids served (``GET /models``)."""
+        r = self._http.get("/models")
+        r.raise_for_status()
+        return [m["id"] for m in r.json().get("data", [])]
+
+    def _params(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        merged = {**self.default_params, **params}
+        return {k: v for k, v in merged.items() if v is not None}
+
+    def _sleep(self, attempt: int, retry_after: str | None) -> None:
+        delay = self.backoff * 2**attempt
+        if retry_after:
+            try:
+                delay = max(delay, float(retry_after))
+            except ValueError:
+                pass
+        if delay > 0:
+            time.sleep(min(delay, self.backoff_max))
+
+    def _post(self, path: str, body: dict[str, Any]) -> tuple[dict | None, str | None, int]:
+        """POST with retries → (json, error, attempts)."""
+        import httpx
+
+        error = None
+        for attempt in range(self.max_retries + 1):
+            with self._lock:
+                self.n_requests += 1
+            retry_after = None
+            try:
+                r = self._http.post(path, json=body)
+            except httpx.TimeoutException as exc:
+                error = f"timeout after {self.timeout:g} s ({type(exc).__name__})"
+            except httpx.TransportError as exc:
+                error = f"connection error: {type(exc).__name__}: {exc}"
+            else:
+                if r.status_code == 200:
+                    try:
+                        return r.json(), None, attempt + 1
+                    except ValueError:
+                        error = f"HTTP 200 with a body that is not JSON: {r.text[:200]!r}"
+                else:
+                    error = f"HTTP {r.status_code}: {r.text[:300]}"
+                    if r.status_code not in RETRY_STATUS:
+                        return None, error, attempt + 1
+                    retry_after = r.headers.get("retry-after")
+            if attempt < self.max_retries:
+                self._sleep(attempt, retry_after)
+        return None, f"{error} (after {self.max_retries + 1} attempts)", self.max_retries + 1
+
+    def _call(self, kind: str, payload: Any, params: Mapping[str, Any]) -> Response:
+        p = self._params(params)
+        seed = p.get("seed")
+        key = cache_key(
+            kind, self.model, payload, {k: v for k, v in p.items() if k != "seed"}, seed
+        )
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None and hit.get("status") == "ok":
+                return Response(
+                    "ok", hit["text"], key, finish_reason=hit.get("finish_reason"), cached=True
+                )
+        field_name = "messages" if kind == "chat" else "prompt"
+        path = "/chat/completions" if kind == "chat" else "/completions"
+        data, error, attempts = self._post(path, {"model": self.model, field_name: payload, **p})
+        if data is None:
+            return Response("failed", None, key, error=error, attempts=attempts)
+        text, finish, problem = _extract_text(kind, data)
+        if problem:
+            return Response("failed", None, key, error=problem, attempts=attempts, raw=data)
+        if self.cache is not None:
+            self.cache.put(
+                key,
+                {
+                    "status": "ok",
+                    "text": text,
+                    "finish_reason": finish,
+                    "kind": kind,
+                    "model": self.model,
+                    field_name: payload,
+                    "params": p,
+                },
+            )
+        return Response("ok", text, key, finish_reason=finish, attempts=attempts, raw=data)
+
+    def _many(self, kind: str, payloads: Sequence[Any], params: Mapping[str, Any]) -> list:
+        if len(payloads) <= 1 or self.concurrency == 1:
+            return [self._call(kind, x, params) for x in payloads]
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            return list(pool.map(lambda x: self._call(kind, x, params), payloads))
+
+    # ---------------------------------------------------------------- public calls
+
+    def chat(self, messages: Sequence[Mapping[str, str]], **params: Any) -> Response:
+        """One chat completion (``POST /chat/completions``); params as in the OpenAI API
+        (``temperature``, ``max_tokens``, ``seed``, ``stop``, ...)."""
+        _check_messages(messages)
+        return self._call("chat", [dict(m) for m in messages], params)
+
+    def complete(self, prompt: str, **params: Any) -> Response:
+        """One text completion (``POST /completions``)."""
+        if not isinstance(prompt, str):
+            fail("complete", f"prompt is a {type(prompt).__name__}", "Pass a string", TypeError)
+        return self._call("completions", prompt, params)
+
+    def chat_many(
+        self, conversations: Sequence[Sequence[Mapping[str, str]]], **params: Any
+    ) -> list[Response]:
+        """:meth:`chat` for many conversations, ``concurrency`` at a time, results in order."""
+        for m in conversations:
+            _check_messages(m)
+        return self._many("chat", [[dict(x) for x in m] for m in conversations], params)
+
+    def complete_many(self, prompts: Sequence[str], **params: Any) -> list[Response]:
+        """:meth:`complete` for many prompts, ``concurrency`` at a time, results in order."""
+        return self._many("completions", list(prompts), params)
+
+    def generate(self, prompts: Sequence[str], *, chat: bool = True, **params: Any) -> list:
+        """Texts for ``prompts`` (each as one user message if ``chat``); a failed call gives
+        ``None`` in its place. The ``generate(prompts) -> list`` shape of the model layer."""
+        if chat:
+            res = self.chat_many([[{"role": "user", "content": p}] for p in prompts], **params)
+        else:
+            res = self.complete_many(prompts, **params)
+        return [r.text if r.ok else None for r in res]
+
+
+def _check_messages(messages: Any) -> None:
+    ok = isinstance(messages, Sequence) and not isinstance(messages, str) and len(messages) > 0
+    ok = ok and all(isinstance(m, Mapping) and "role" in m and "content" in m for m in messages)
+    if not ok:
+        fail(
+            "chat",
+            "messages must be a non-empty list of {'role': ..., 'content': ...} dicts",
+            "Pass e.g. [{'role': 'user', 'content': 'Hi'}]",
+            TypeError,
+        )
+
+
+def _extract_text(kind: str, data: Mapping[str, Any]) -> tuple[str | None, str | None, str | None]:
+    """(text, finish_reason, problem) of a completion JSON."""
+    choices = data.get("choices") if isinstance(data, Mapping) else None
+    if not choices:
+        return None, None, f"the server answered without choices: {str(data)[:200]}"
+    first = choices[0]
+    text = (first.get("message") or {}).get("content") if kind == "chat" else first.get("text")
+    if text is None:
+        return None, None, f"the server answered without text: {str(first)[:200]}"
+    return str(text), first.get("finish_reason"), None
+
+
+# --------------------------------------------------------------------------------------------
+# judges
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judge's verdict.
+
+    ``status``: "ok" (``correct`` and/or ``score`` set), "unparsed" (the judge answered but no
+    verdict could be read from ``raw_text``) or "failed" (the call failed; ``error`` says why).
+    Only "ok" verdicts carry a score; use :attr:`value` (NaN otherwise) so that a failure is
+    never counted as a wrong answer.
+    """
+
+    status: Literal["ok", "unparsed", "failed"]
+    correct: bool | None = None
+    score: float | None = None
+    raw_text: str | None = None
+    error: str | None = None
+
+    @property
+    def value(self) -> float:
+        """The score in [0, 1] (binary: 1.0/0.0), NaN unless ``status == "ok"``."""
+        if self.status != "ok":
+            return float("nan")
+        if self.score is not None:
+            return float(self.score)
+        return float(bool(self.correct))
+
+    def as_dict(self) -> dict[str, Any]:
+        """A plain dict (for DataFrame rows)."""
+        return asdict(self)
+
+
+DEFAULT_JUDGE_TEMPLATE = (
+    "You are grading an answer to a question.\n"
+    "Question: {question}\n"
+    "Reference answer: {reference}\n"
+    "Response to grade: {response}\n"
+    "Does the response give the same answer as the reference (wording may differ)? "
+    "Reply with exactly one word: correct or incorrect."
+)
+GRADED_JUDGE_TEMPLATE = (
+    "You are grading an answer to a question.\n"
+    "Question: {question}\n"
+    "Reference answer: {reference}\n"
+    "Response to grade: {response}\n"
+    "Rate how well the response answers the question compared with the reference, on a scale "
+    "from 0 (wrong or useless) to {scale} (fully correct). Reply with the number only."
+)
+
+_NEG = re.compile(r"\b(incorrect|not\s+correct|wrong|false|no)\b", re.IGNORECASE)
+_POS = re.compile(r"\b(correct|right|true|yes)\b", re.IGNORECASE)
+_NUM = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*/\s*(\d+(?:\.\d+)?))?")
+
+
+def parse_verdict(
+    text: str | None, *, mode: Literal["binary", "graded"] = "binary", scale: float = 10.0
+) -> Verdict:
+    """Read a verdict from a judge's reply.
+
+    binary: the earliest of a negative word ("incorrect", "not correct", "wrong", "false",
+    "no") or a positive word ("correct", "right", "true", "yes") decides. graded: the first
+    number ``x`` (or ``x/y``, read as ``x/y·scale``) with ``0 ≤ x ≤ scale`` gives
+    ``score = x / scale``. Nothing readable → status "unparsed".
+    """
+    if text is None:
+        return Verdict("failed", error="the judge returned no text")
+    if mode == "binary":
+        neg, pos = _NEG.search(text), _POS.search(text)
+        if neg is None and pos is None:
+            return Verdict("unparsed", raw_text=text)
+        if neg is not None and (pos is None or neg.start() <= pos.start()):
+            return Verdict("ok", correct=False, score=None, raw_text=text)
+        return Verdict("ok", correct=True, score=None, raw_text=text)
+    if mode != "graded":
+        fail("parse_verdict", f"mode={mode!r}", 'Use mode="binary" or mode="graded"')
+    for m in _NUM.finditer(text):
+        x = float(m.group(1))
+        if m.group(2):
+            den = float(m.group(2))
+            if den <= 0:
+                continue
+            x = x / den * scale
+        if 0 <= x <= scale:
+            s = x / scale
+            return Verdict("ok", correct=s >= 0.5, score=s, raw_text=text)
+    return Verdict("unparsed", raw_text=text)
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Anything with ``judge(question, reference, response) -> Verdict`` and a batch form."""
+
+    def judge(self, question: str, reference: str, response: str | None) -> Verdict:
+        """Verdict on one response."""
+        ...
+
+    def judge_many(self, triples: Sequence[tuple[str, str, str | None]]) -> list[Verdict]:
+        """Verdicts on many (question, reference, response) triples, in order."""
+        ...
+
+
+class CallableJudge:
+    """A judge on top of any ``generate(prompts: list[str]) -> list[str | None]`` callable.
+
+    Each triple is rendered with ``template`` (placeholders ``{question}``, ``{reference}``,
+    ``{response}``, ``{scale}``), sent in one ``generate`` call per batch, and parsed by
+    :func:`parse_verdict`. A response that is ``None`` (the model call failed) is not judged:
+    its verdict is "failed". If ``generate`` raises, or returns ``None`` or a wrong number of
+    replies, the affected verdicts are "failed" with the error text.
+    """
+
+    def __init__(
+        self,
+        generate: Callable[[list[str]], Sequence[str | None]],
+        *,
+        template: str | None = None,
+        mode: Literal["binary", "graded"] = "binary",
+        scale: float = 10.0,
+        batch_size: int = 32,
+    ) -> None:
+        if not callable(generate):
+            fail("CallableJudge", "generate is not callable", "Pass generate(prompts)->list[str]")
+        if mode not in ("binary", "graded"):
+            fail("CallableJudge", f"mode={mode!r}", 'Use mode="binary" or mode="graded"')
+        self.generate = generate
+        self.mode = mode
+        self.scale = float(scale)
+        self.template = template or (
+            DEFAULT_JUDGE_TEMPLATE if mode == "binary" else GRADED_JUDGE_TEMPLATE
+        )
+        self.batch_size = check_positive_int(batch_size, "CallableJudge", "batch_size")
+
+    def prompt(self, question: str, reference: str, response: str) -> str:
+        """The judge prompt of one triple."""
+        scale = int(self.scale) if self.scale.is_integer() else self.scale
+        return self.template.format(
+            question=question, reference=reference, response=response, scale=scale
+        )
+
+    def judge(self, question: str, reference: str, response: str | None) -> Verdict:
+        """Verdict on one response."""
+        return self.judge_many([(question, reference, response)])[0]
+
+    def _replies(self, prompts: list[str]) -> list[tuple[str | None, str | None]]:
+        try:
+            out = list(self.generate(prompts))
+        except Exception as exc:  # the judge model failed: record, do not score
+            return [(None, f"judge call failed: {type(exc).__name__}: {exc}")] * len(prompts)
+        if len(out) != len(prompts):
+            err = f"judge returned {len(out)} replies for {len(prompts)} prompts"
+            return [(None, err)] * len(prompts)
+        return [(r, None if r is not None else "judge call failed") for r in out]
+
+    def judge_many(self, triples: Sequence[tuple[str, str, str | None]]) -> list[Verdict]:
+        """Verdicts on many triples, in order (batches of ``batch_size``)."""
+        verdicts: list[Verdict | None] = [None] * len(triples)
+        todo = []
+        for i, (q, ref, resp) in enumerate(triples):
+            if resp is None or (isinstance(resp, float) and resp != resp):
+                verdicts[i] = Verdict("failed", error="no response to judge (the call failed)")
+            else:
+                todo.append((i, self.prompt(str(q), str(ref), str(resp))))
+        for s in range(0, len(todo), self.batch_size):
+            chunk = todo[s : s + self.batch_size]
+            for (i, _), (text, err) in zip(
+                chunk, self._replies([p for _, p in chunk]), strict=True
+            ):
+                if text is None:
+                    verdicts[i] = Verdict("failed", error=err)
+                else:
+                    verdicts[i] = parse_verdict(text, mode=self.mode, scale=self.scale)
+        return [v for v in verdicts if v is not None]
+
+
+class HTTPJudge(CallableJudge):
+    """A judge served by an OpenAI-compatible server (:class:`OpenAIClient`), chat endpoint,
+    deterministic by default (``temperature=0``). Failed HTTP calls give "failed" verdicts
+    carrying the client's error text; a re-run retries them (successes come from the cache)."""
+
+    def __init__(
+        self,
+        client: OpenAIClient,
+        *,
+        template: str | None = None,
+        mode: Literal["binary", "graded"] = "binary",
+        scale: float = 10.0,
+        batch_size: int = 32,
+        **params: Any,
+    ) -> None:
+        self.client = client
+        self.params = {"temperature": 0.0, "max_tokens": 16, **params}
+        super().__init__(
+            self._generate, template=template, mode=mode, scale=scale, batch_size=batch_size
+        )
+
+    def _generate(self, prompts: list[str]) -> list[str | None]:
+        self._errors = {}
+        res = self.client.chat_many(
+            [[{"role": "user", "content": p}] for p in prompts], **self.params
+        )
+        for p, r in zip(prompts, res, strict=True):
+            if not r.ok:
+                self._errors[p] = r.error
+        return [r.text if r.ok else None for r in res]
+
+    def _replies(self, prompts: list[str]) -> list[tuple[str | None, str | None]]:
+        out = super()._replies(prompts)
+        errors = getattr(self, "_errors", {})
+        return [
+            (t, errors.get(p, e) if t is None else e)
+            for (t, e), p in zip(out, prompts, strict=True)
+        ]

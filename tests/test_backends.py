@@ -1,0 +1,332 @@
+"""OpenAI-compatible client and judges against a tiny fake server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from psens.backends import (
+    CallableJudge,
+    HTTPJudge,
+    OpenAIClient,
+    ResponseCache,
+    Verdict,
+    cache_key,
+    parse_verdict,
+)
+from psens.eas import build_rows, generate_responses, instance_metrics, judge_responses
+
+
+class FakeServer:
+    """Scriptable OpenAI-style server: ``behave(body, n)`` returns (status, text) or
+    ("sleep", seconds, text); ``n`` counts requests with the same prompt so far."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+        self.seen: dict[str, int] = {}
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.lock = threading.Lock()
+        self.behave = lambda body, n: (200, "ok")
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep pytest output clean
+                pass
+
+            def do_GET(self):
+                self._send(200, {"data": [{"id": "fake-model"}]})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                prompt = json.dumps(body.get("messages") or body.get("prompt"))
+                with server.lock:
+                    server.requests.append(body)
+                    n = server.seen[prompt] = server.seen.get(prompt, 0) + 1
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    action = server.behave(body, n)
+                    if action[0] == "sleep":
+                        time.sleep(action[1])
+                        action = (200, action[2])
+                    status, text = action
+                    if status != 200:
+                        self._send(status, {"error": text})
+                    elif self.path.endswith("/chat/completions"):
+                        msg = {"role": "assistant", "content": text}
+                        self._send(200, {"choices": [{"message": msg, "finish_reason": "stop"}]})
+                    else:
+                        self._send(200, {"choices": [{"text": text, "finish_reason": "stop"}]})
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+
+            def _send(self, status, payload):
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout test)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server():
+    s = FakeServer()
+    yield s
+    s.close()
+
+
+def client(server, tmp_path, **kw):
+    kw = {"backoff": 0.0, "max_retries": 2, "timeout": 5.0, "cache_dir": tmp_path / "c", **kw}
+    return OpenAIClient(server.url, "fake-model", **kw)
+
+
+def chat(text):
+    return [{"role": "user", "content": text}]
+
+
+# ------------------------------------------------------------------------------ retries
+
+
+def test_500_then_200_is_retried(server, tmp_path):
+    server.behave = lambda body, n: (500, "boom") if n == 1 else (200, "fine")
+    with client(server, tmp_path) as c:
+        r = c.chat(chat("hi"))
+    assert r.ok and r.text == "fine" and r.attempts == 2 and not r.cached
+    assert len(server.requests) == 2
+
+
+def test_persistent_500_is_a_recorded_failure_not_cached(server, tmp_path):
+    server.behave = lambda body, n: (503, "overloaded")
+    with client(server, tmp_path) as c:
+        r = c.complete("hi")
+        assert r.status == "failed" and r.text is None
+        assert "HTTP 503" in r.error and "after 3 attempts" in r.error
+        assert r.attempts == 3 and len(server.requests) == 3
+        assert r.key not in c.cache and len(c.cache) == 0
+
+
+def test_client_error_is_not_retried(server, tmp_path):
+    server.behave = lambda body, n: (400, "bad request")
+    with client(server, tmp_path) as c:
+        r = c.chat(chat("hi"))
+    assert r.status == "failed" and r.attempts == 1 and "HTTP 400" in r.error
+
+
+def test_timeout_is_a_failure_then_recovers(server, tmp_path):
+    server.behave = lambda body, n: ("sleep", 1.5, "late") if n <= 2 else (200, "on time")
+    with client(server, tmp_path, timeout=0.3, max_retries=1) as c:
+        t0 = time.perf_counter()
+        r = c.chat(chat("slow"))
+        assert time.perf_counter() - t0 < 1.4
+        assert r.status == "failed" and "timeout" in r.error
+        r2 = c.chat(chat("slow"))  # re-run: not cached, asked again
+    assert r2.ok and r2.text == "on time"
+
+
+def test_retry_after_and_backoff_are_capped(server, tmp_path):
+    server.behave = lambda body, n: (429, "slow down") if n == 1 else (200, "ok")
+    with client(server, tmp_path, backoff=0.05, backoff_max=0.1) as c:
+        t0 = time.perf_counter()
+        r = c.chat(chat("x"))
+    assert r.ok and 0.04 < time.perf_counter() - t0 < 1.0
+
+
+def test_unreachable_server_fails_cleanly(tmp_path):
+    c = OpenAIClient("http://127.0.0.1:9/v1", "m", max_retries=1, backoff=0, timeout=1)
+    r = c.complete("x")
+    assert r.status == "failed" and "connection error" in r.error
+
+
+# -------------------------------------------------------------------------- cache, resume
+
+
+def test_cache_hit_makes_no_request(server, tmp_path):
+    server.behave = lambda body, n: (200, f"answer {n}")
+    with client(server, tmp_path) as c:
+        a = c.chat(chat("q"), max_tokens=8, seed=1)
+        b = c.chat(chat("q"), seed=1, max_tokens=8)  # same params, other order
+        d = c.chat(chat("q"), max_tokens=8, seed=2)  # the seed is part of the key
+    assert a.text == b.text == "answer 1" and b.cached and b.attempts == 0
+    assert d.text == "answer 2"
+    assert len(server.requests) == 2
+    # a fresh client on the same folder also hits the cache
+    with client(server, tmp_path) as c2:
+        assert c2.chat(chat("q"), max_tokens=8, seed=1).cached
+    assert len(server.requests) == 2
+
+
+def test_rerun_retries_only_failures(server, tmp_path):
+    broken = {"p2", "p4"}
+    server.behave = lambda body, n: (500, "x") if body["prompt"] in broken else (200, "ok")
+    prompts = [f"p{i}" for i in range(6)]
+    with client(server, tmp_path, max_retries=0, concurrency=3) as c:
+        first = c.complete_many(prompts)
+        assert [r.status for r in first] == ["ok", "ok", "failed", "ok", "failed", "ok"]
+        n_before = len(server.requests)
+        broken.clear()
+        second = c.complete_many(prompts)
+    assert all(r.ok for r in second)
+    sent = [b["prompt"] for b in server.requests[n_before:]]
+    assert sorted(sent) == ["p2", "p4"]
+    assert [r.cached for r in second] == [True, True, False, True, False, True]
+
+
+def test_concurrency_limit(server, tmp_path):
+    server.behave = lambda body, n: ("sleep", 0.15, "ok")
+    with client(server, tmp_path, concurrency=2, cache_dir=None) as c:
+        res = c.complete_many([f"p{i}" for i in range(6)])
+    assert all(r.ok for r in res) and [r.text for r in res] == ["ok"] * 6
+    assert server.max_in_flight == 2
+
+
+def test_cache_key_and_atomic_files(tmp_path):
+    k1 = cache_key("chat", "m", chat("a"), {"temperature": 0, "max_tokens": 5}, 1)
+    assert k1 == cache_key("chat", "m", chat("a"), {"max_tokens": 5, "temperature": 0}, 1)
+    assert k1 != cache_key("chat", "m", chat("a"), {"max_tokens": 5, "temperature": 0}, 2)
+    assert k1 != cache_key("completions", "m", chat("a"), {"max_tokens": 5, "temperature": 0}, 1)
+    assert k1 != cache_key("chat", "m2", chat("a"), {"max_tokens": 5, "temperature": 0}, 1)
+    cache = ResponseCache(tmp_path)
+    cache.put(k1, {"status": "ok", "text": "x"})
+    assert cache.get(k1)["text"] == "x" and len(cache) == 1
+    assert not list(tmp_path.rglob(".tmp-*"))
+    cache.path(k1).write_text("{truncated")  # a torn file reads as a miss, not a crash
+    assert cache.get(k1) is None
+
+
+def test_bad_arguments_are_explained(tmp_path):
+    with pytest.raises(ValueError, match="base_url"):
+        OpenAIClient("localhost:8000", "m")
+    c = OpenAIClient("http://127.0.0.1:9/v1", "m")
+    with pytest.raises(TypeError, match="non-empty list"):
+        c.chat("hello")
+
+
+# ---------------------------------------------------------------------------------- judges
+
+
+@pytest.mark.parametrize(
+    ("text", "correct"),
+    [
+        ("correct", True),
+        ("Incorrect.", False),
+        ("The response is not correct", False),
+        ("Yes, correct", True),
+        ("wrong", False),
+    ],
+)
+def test_parse_binary_verdicts(text, correct):
+    v = parse_verdict(text)
+    assert v.status == "ok" and v.correct is correct and v.raw_text == text
+
+
+def test_parse_graded_and_unparsed():
+    assert parse_verdict("8", mode="graded").score == 0.8
+    assert parse_verdict("Score: 7/10", mode="graded").score == pytest.approx(0.7)
+    assert parse_verdict("42", mode="graded").status == "unparsed"
+    v = parse_verdict("hmm", mode="binary")
+    assert v.status == "unparsed" and np.isnan(v.value)
+
+
+def test_callable_judge_records_failures():
+    calls = []
+
+    def gen(prompts):
+        calls.append(prompts)
+        return ["correct" if "Paris" in p else "incorrect" for p in prompts]
+
+    j = CallableJudge(gen, batch_size=2)
+    out = j.judge_many(
+        [("Capital?", "Paris", "Paris"), ("Capital?", "Paris", "Rome"), ("Capital?", "Paris", None)]
+    )
+    assert [v.status for v in out] == ["ok", "ok", "failed"]
+    assert out[0].correct is True and out[0].value == 1.0
+    assert "no response" in out[2].error and np.isnan(out[2].value)
+    assert len(calls) == 1 and len(calls[0]) == 2  # the failed response is not sent
+
+    def broken(prompts):
+        raise RuntimeError("CUDA out of memory")
+
+    v = CallableJudge(broken).judge("q", "r", "a")
+    assert v == Verdict("failed", error="judge call failed: RuntimeError: CUDA out of memory")
+    graded = CallableJudge(lambda ps: ["9"] * len(ps), mode="graded")
+    assert graded.judge("q", "r", "a").score == 0.9
+    assert "from 0 (wrong or useless) to 10" in graded.prompt("q", "r", "a")
+
+
+def test_http_judge_and_eas_pipeline_with_failures(server, tmp_path):
+    """Generation + judging end to end: failures recorded, re-run retries only them."""
+    fail_prompts = {"down": True}
+
+    def behave(body, n):
+        if "messages" in body:
+            content = body["messages"][0]["content"]
+            if content.startswith("You are grading"):
+                return (200, "correct" if "Response to grade: B" in content else "incorrect")
+            # the role + format templates (T110, T111) fail while the server is "down"
+            if (
+                fail_prompts["down"]
+                and content.startswith("You are a careful")
+                and ("Respond" in content)
+            ):
+                return (500, "down")
+            return (200, "B" if "Respond" in content else "I think A is right")
+        return (200, "?")
+
+    server.behave = behave
+    items = [
+        {
+            "id": f"q{i}",
+            "question": f"Question {i}?",
+            "answer": "B",
+            "options": [("A", "x"), ("B", "y"), ("C", "z"), ("D", "w")],
+        }
+        for i in range(3)
+    ]
+    rows = build_rows(items, dataset="arc_challenge", model_name="fake-model")
+    with client(server, tmp_path, max_retries=0) as c:
+        judge = HTTPJudge(client(server, tmp_path / "j", max_retries=0))
+        got = generate_responses(rows, c, max_tokens=8)
+        failed = got.status.eq("failed")
+        assert failed.sum() == 6  # T110, T111 for 3 items
+        assert got.loc[failed, "raw_response"].isna().all()
+        assert got.loc[failed, "error"].str.contains("HTTP 500").all()
+        judged = judge_responses(got, judge)
+        assert (judged.loc[failed, "judge_status"] == "failed").all()
+        assert judged.loc[failed, "judge_correct"].isna().all()
+        # metrics exclude the failures instead of counting them wrong
+        m = instance_metrics(judged)
+        assert (m.mean_heuristic == 1 / 3).all() and (m.mean_judge == 1 / 3).all()
+        # resume: only the 6 failed generations are sent again
+        fail_prompts["down"] = False
+        n0 = len(server.requests)
+        again = generate_responses(got, c, max_tokens=8)
+        assert len(server.requests) - n0 == 6 and again.status.eq("ok").all()
+        judged2 = judge_responses(
+            judged.assign(**{k: again[k] for k in ("raw_response", "status", "error")}), judge
+        )
+        m2 = instance_metrics(judged2)
+    assert (m2.mean_heuristic == 0.5).all() and (m2.mean_judge == 0.5).all()
+    assert set(m2.columns) >= {"sens_heuristic", "sens_judge", "eas", "trizone"}
+    assert isinstance(judged2, pd.DataFrame)
