@@ -319,5 +319,6 @@ def to_netcdf(run, path: str | os.PathLike) -> Path:
     for name in list(ds.variables):
         if ds[name].dtype == object:
             ds[name] = ds[name].astype(str)
+    ds.attrs = {k: int(v) if isinstance(v, bool | np.bool_) else v for k, v in ds.attrs.items()}
     ds.to_netcdf(out, engine="h5netcdf")
     return out
