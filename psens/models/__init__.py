@@ -1,0 +1,96 @@
+"""Model layer: loading, mask tokens, the model table and the IPS value function.
+
+``import psens.models`` does not import torch; :func:`load` does.
+
+Examples
+--------
+>>> import psens
+>>> scorer = psens.models.load("smollm2-135m-instruct")  # doctest: +SKIP
+>>> item = psens.datasets.load("arc-challenge", split="validation", limit=1)[0]  # doctest: +SKIP
+>>> n = len(psens.prompts.variables(item))  # doctest: +SKIP
+>>> v = scorer.value(item, "ips1", masks=[0, 2**n - 1])  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+
+from psens.models.loading import PACKAGED_MODELS, cache_root, resolve_source
+from psens.models.mask_tokens import FALLBACK_TOKENS, MaskToken, mask_token
+from psens.models.mask_tokens import mask_token as _mask_rule
+from psens.models.registry import data_dir, lookup, model_table
+from psens.models.scorer import CLAMP, Encoded, Prediction, Scorer
+
+__all__ = [
+    "CLAMP",
+    "FALLBACK_TOKENS",
+    "PACKAGED_MODELS",
+    "Encoded",
+    "MaskToken",
+    "Prediction",
+    "Scorer",
+    "cache_root",
+    "data_dir",
+    "load",
+    "lookup",
+    "mask_token",
+    "model_table",
+    "resolve_source",
+]
+
+
+def load(
+    name_or_path: str | os.PathLike = "smollm2-135m-instruct",
+    *,
+    dtype=None,
+    device: str = "cpu",
+    mask_token: str | int | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    verbose: bool = False,
+    **scorer_options,
+) -> Scorer:
+    """Load a causal LM and wrap it in a :class:`Scorer`.
+
+    Parameters
+    ----------
+    name_or_path : str or path
+        A packaged short name (``"smollm2-135m-instruct"``, ``"gemma3-270m"``), a GGUF
+        file, a folder written by ``save_pretrained``, or a hub id (``"org/model"``;
+        needs the internet unless already in the hub cache).
+    dtype : {"float32", "float16", "bfloat16"} or torch.dtype, optional
+        Default float32 on CPU and float16 on GPU (the paper used float16, E.1).
+    device : {"cpu", "cuda", "mps"}
+    mask_token : str or int, optional
+        Override of the mask token (appendix E.4); see :func:`mask_token`.
+    cache_dir : path, optional
+        Where GGUF models are converted to float safetensors (default
+        ``$PSENS_CACHE/models`` or ``~/.cache/psens/models``).
+    **scorer_options
+        Passed to :class:`Scorer` (``n_max``, ``seed``, ``one_token_per_word``,
+        ``batch_size``, ``progress``, ``open_tokens``, ``open_reduce``).
+
+    Returns
+    -------
+    Scorer
+    """
+    from psens.models.loading import load_model_and_tokenizer
+
+    src = resolve_source(name_or_path, cache_dir)
+    row = lookup(src["name"]) or lookup(str(name_or_path))
+    table_name = row["name"] if row else src["name"]
+    chosen: list[MaskToken] = []
+
+    def check(tok) -> None:
+        chosen.append(_mask_rule(tok, table_name if row else None, mask_token))
+
+    model, tok, info = load_model_and_tokenizer(
+        name_or_path,
+        dtype=dtype,
+        device=device,
+        cache_dir=cache_dir,
+        verbose=verbose,
+        check_tokenizer=check,
+    )
+    if row:
+        info.update({f"table_{k}": v for k, v in row.items()})
+    return Scorer(model, tok, name=table_name, mask=chosen[0], info=info, **scorer_options)

@@ -1,0 +1,69 @@
+"""The model table: the IPS paper's 50 models (appendix E.2, table 1) and the offline models.
+
+``data/models.csv`` (repo top level) has one row per model: ``name``, ``hub_id``,
+``family``, ``series``, ``kind`` (base/instruct/chat), ``arch`` (dense/moe), ``params``
+and ``active_params`` (billions; MoE activated parameters as in table 1),
+``mask_token`` / ``mask_token_id`` (appendix E.4, as the token string in the model's
+vocabulary), ``mask_token_paper`` (E.4's own wording), ``package`` (the PyPI package
+of an offline model) and ``source``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from psens._validation import fail
+
+__all__ = ["data_dir", "lookup", "model_table"]
+
+
+def data_dir() -> Path:
+    """The repository's ``data/`` folder (next to the ``psens`` package)."""
+    return Path(__file__).resolve().parents[2] / "data"
+
+
+@lru_cache(maxsize=1)
+def _table():
+    import pandas as pd
+
+    path = data_dir() / "models.csv"
+    if not path.exists():
+        fail(
+            "psens.models.model_table",
+            f"{path} is missing",
+            "Install psens from a checkout that includes data/ (pip install -e .)",
+            FileNotFoundError,
+        )
+    df = pd.read_csv(path, dtype={"mask_token_id": "Int64"}, keep_default_na=False, na_values=[""])
+    return df
+
+
+def model_table():
+    """The model table as a pandas DataFrame (a copy; one row per model).
+
+    Examples
+    --------
+    >>> t = model_table()
+    >>> int((t["source"].str.startswith("IPS paper")).sum())
+    50
+    """
+    return _table().copy()
+
+
+def _key(name: str) -> str:
+    return str(name).strip().lower().replace("_", "-")
+
+
+def lookup(name: str) -> dict | None:
+    """The table row of ``name`` (short name or hub id, case-insensitive), or None."""
+    df = _table()
+    key = _key(name)
+    hit = df[(df["name"].str.lower() == key) | (df["hub_id"].str.lower() == str(name).lower())]
+    if hit.empty:
+        tail = key.rsplit("/", 1)[-1]
+        hit = df[df["hub_id"].str.lower().str.rsplit("/", n=1).str[-1] == tail]
+    if hit.empty:
+        return None
+    row = hit.iloc[0].to_dict()
+    return {k: (None if (v is None or v != v) else v) for k, v in row.items()}  # NaN -> None

@@ -1,0 +1,643 @@
+"""The value function v(x_T) of the IPS paper (§3.1, appendices A and E.3–E.4).
+
+For an item, a template and a bitmask T over the item's input variables (bit i set =
+variable i kept), the masked prompt replaces every sub-token of each masked word by
+the model's mask token (length-preserving; ``one_token_per_word=True`` replaces a
+masked word by a single mask token instead), and
+
+.. math::  v(x_T) = \\log \\frac{p}{1 - p}, \\qquad p = \\operatorname{softmax}(z)_{y^*}
+
+with ``z`` the logits at the answer position over the **full vocabulary** and ``y*``
+the first token of the answer as it follows the template. ``p`` is clamped to
+``[1e-7, 1 - 1e-7]`` (so ``|v| <= 16.1``) to keep v finite; the softmax is computed in
+float64 from the model's logits.
+
+Answer token
+------------
+The answer text is ``template.answer_prefix + label`` (``" B"`` for the templates of
+fig. 15). ``y*`` is the first token that ``tokenizer(prompt + " B")`` has beyond the
+tokens of ``tokenizer(prompt)``; if the tokenizer merges across the boundary (the
+prompt's tokens are not a prefix), the first token of ``tokenizer(" B")`` without
+special tokens is used instead.
+
+Open-ended items (DESIGN "Model layer"; appendix K): the target is the model's own
+greedy response to the unmasked prompt, its first ``m`` tokens (default 8), and v is
+the mean over those tokens of the per-token log-odds under teacher forcing
+(``open_reduce="sum"`` or ``"first"`` as options).
+
+Speed
+-----
+All masks of one (item, template) are scored together. Unique masked id rows are
+sorted and walked as a prefix tree: the token sequence is cut at the first token of
+each variable, each level runs the model once on one segment for every distinct
+prefix, and the key/value cache of a parent prefix is copied to its children
+(``DynamicCache.batch_select_indices``). Logits are computed at the last position
+only (``logits_to_keep``). Rows are processed in chunks whose cache fits the memory
+budget. ``method="prefix"`` only shares the prefix before the first variable;
+``method="naive"`` scores one prompt at a time with full logits (the reference).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from psens import prompts as _prompts
+from psens._validation import check_positive_int, fail
+from psens.datasets import Item
+from psens.models.mask_tokens import MaskToken
+
+__all__ = ["CLAMP", "Encoded", "Prediction", "Scorer"]
+
+#: p is clamped to [CLAMP, 1 - CLAMP] before the log-odds.
+CLAMP = 1e-7
+
+_METHODS = ("trie", "prefix", "naive")
+_REDUCE = ("mean", "sum", "first")
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """Token ids of one (item, template, shots) prompt and where its variables are.
+
+    Attributes
+    ----------
+    ids : ndarray of int64, shape (L,)
+        Token ids of the unmasked prompt (special tokens included).
+    var_tokens : list of ndarray
+        Token positions of each variable (every token whose character span overlaps
+        the variable's span).
+    target_id : int
+        First token of the answer (MCQ); -1 for open-ended items.
+    option_ids : dict
+        First token of each option label as it follows the template.
+    """
+
+    ids: np.ndarray
+    var_tokens: list[np.ndarray]
+    target_id: int
+    option_ids: dict[str, int]
+    text: str
+    variables: list[_prompts.Variable]
+    template: str
+
+    @property
+    def n(self) -> int:
+        """Number of variables."""
+        return len(self.var_tokens)
+
+
+@dataclass
+class Prediction:
+    """The model's answer to one unmasked prompt (greedy decoding, appendix E.3)."""
+
+    text: str
+    choice: str | None
+    correct: bool | None
+    p_target: float
+    v: float
+    confidence: float
+    option_probs: dict[str, float]
+    hidden: np.ndarray = field(repr=False)
+
+
+def _log_odds(logp: np.ndarray, clamp: float = CLAMP) -> np.ndarray:
+    p = np.clip(np.exp(logp), clamp, 1.0 - clamp)
+    return np.log(p) - np.log1p(-p)
+
+
+class Scorer:
+    """A causal LM wrapped for IPS: masked-prompt values, predictions, generations.
+
+    Build it with :func:`psens.models.load`, or directly from a model and tokenizer.
+
+    Parameters
+    ----------
+    model : transformers PreTrainedModel (causal LM)
+    tokenizer : fast tokenizer (offset mappings are required)
+    name : str
+        Model name (used for the mask-token table and stored metadata).
+    mask : MaskToken
+        The mask token (:func:`psens.models.mask_token`).
+    n_max, seed : int
+        Passed to :func:`psens.prompts.variables`.
+    one_token_per_word : bool
+        Replace a masked word by one mask token instead of one per sub-token.
+    batch_size : int, optional
+        Masked prompts per chunk of the prefix tree; default from free memory (20 % of
+        the available RAM on CPU, at most 128; 50 % of free GPU memory, at most 1024).
+    progress : bool
+        Show a tqdm bar (masks/s) for calls with at least 64 unique masks.
+    """
+
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        *,
+        name: str = "model",
+        mask: MaskToken | None = None,
+        n_max: int = 10,
+        seed: int = 0,
+        one_token_per_word: bool = False,
+        batch_size: int | None = None,
+        progress: bool = True,
+        open_tokens: int = 8,
+        open_reduce: str = "mean",
+        info: dict | None = None,
+    ) -> None:
+        from psens.models.mask_tokens import mask_token
+
+        if not getattr(tokenizer, "is_fast", False):
+            fail(
+                "psens.models.Scorer",
+                "the tokenizer is not a fast tokenizer (no offset mappings)",
+                "Load it with AutoTokenizer.from_pretrained(..., use_fast=True)",
+                TypeError,
+            )
+        if open_reduce not in _REDUCE:
+            fail("psens.models.Scorer", f"open_reduce={open_reduce!r}", f"Use one of {_REDUCE}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.name = name
+        self.mask = mask if mask is not None else mask_token(tokenizer, name)
+        self.n_max = n_max
+        self.seed = seed
+        self.one_token_per_word = one_token_per_word
+        self.batch_size = batch_size
+        self.progress = progress
+        self.open_tokens = check_positive_int(open_tokens, "psens.models.Scorer", "open_tokens")
+        self.open_reduce = open_reduce
+        self.info = dict(info or {})
+        self._open_targets: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        params = inspect.signature(model.forward).parameters
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"
+        # the decoder without the LM head: intermediate prefix-tree levels need no logits
+        base = getattr(model, getattr(model, "base_model_prefix", ""), None)
+        self._base = base if base is not None and base is not model else None
+        if self._base is not None:
+            base_params = inspect.signature(self._base.forward).parameters
+            if self._cache_kw not in base_params and "kwargs" not in base_params:
+                self._base = None
+
+    def __repr__(self) -> str:
+        return (
+            f"Scorer(name={self.name!r}, device={self.device}, dtype={self.dtype}, "
+            f"mask={self.mask.token!r} (id {self.mask.id}, {self.mask.rule}))"
+        )
+
+    @property
+    def device(self):
+        """The model's device."""
+        return next(self.model.parameters()).device
+
+    @property
+    def dtype(self):
+        """The model's dtype."""
+        return next(self.model.parameters()).dtype
+
+    # ------------------------------------------------------------------ encoding
+
+    def _tokens(self, text: str, offsets: bool = False):
+        enc = self.tokenizer(text, return_offsets_mapping=offsets, add_special_tokens=True)
+        ids = np.asarray(enc["input_ids"], dtype=np.int64)
+        if offsets:
+            return ids, np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+        return ids
+
+    def _follow_id(self, prompt_ids: np.ndarray, prompt: str, cont: str) -> int:
+        full = self._tokens(prompt + cont)
+        k = len(prompt_ids)
+        if len(full) > k and np.array_equal(full[:k], prompt_ids):
+            return int(full[k])
+        alone = self.tokenizer(cont, add_special_tokens=False)["input_ids"]
+        if not alone:
+            fail("psens.models.Scorer", f"the answer {cont!r} has no tokens", "Check the item")
+        return int(alone[0])
+
+    def encode(
+        self,
+        item: Item,
+        template: str | _prompts.Template = "ips1",
+        *,
+        shots: Sequence[Item] = (),
+        variables: Sequence[_prompts.Variable] | None = None,
+    ) -> Encoded:
+        """Tokenise the rendered prompt and map each variable to its token positions."""
+        t = _prompts.get_template(template)
+        r = _prompts.render_spans(item, t, shots=shots)
+        vs = (
+            list(variables)
+            if variables is not None
+            else _prompts.variables(item, n_max=self.n_max, seed=self.seed)
+        )
+        spans = _prompts.prompt_spans(r, vs)
+        ids, offs = self._tokens(r.text, offsets=True)
+        real = offs[:, 1] > offs[:, 0]
+        var_tokens = []
+        for v, (a, b) in zip(vs, spans, strict=True):
+            hit = np.nonzero(real & (offs[:, 0] < b) & (offs[:, 1] > a))[0]
+            if hit.size == 0:
+                fail(
+                    "psens.models.Scorer.encode",
+                    f"variable {v.text!r} maps to no token of the prompt",
+                    "Check the tokenizer's offset mapping",
+                )
+            var_tokens.append(hit)
+        target = -1
+        option_ids: dict[str, int] = {}
+        if t.kind == "mcq":
+            for label, _ in item.options:
+                option_ids[label] = self._follow_id(ids, r.text, t.answer_prefix + label)
+            target = option_ids[item.answer]
+        return Encoded(ids, var_tokens, target, option_ids, r.text, vs, t.name)
+
+    def masked_ids(self, enc: Encoded, masks) -> list[np.ndarray] | np.ndarray:
+        """Token ids of the masked prompts: an (m, L) array (length-preserving mode),
+        or a list of 1-D arrays (``one_token_per_word``)."""
+        masks = self._check_masks(masks, enc.n)
+        mid = self.mask.id
+        if not self.one_token_per_word:
+            out = np.repeat(enc.ids[None, :], len(masks), axis=0)
+            for i, pos in enumerate(enc.var_tokens):
+                dropped = ((masks >> i) & 1) == 0
+                if dropped.any():
+                    out[np.ix_(dropped, pos)] = mid
+            return out
+        rows = []
+        first = {int(p[0]): i for i, p in enumerate(enc.var_tokens)}
+        owner = np.full(len(enc.ids), -1)
+        for i, p in enumerate(enc.var_tokens):
+            owner[p] = i
+        for m in masks:
+            row = []
+            for pos, tok in enumerate(enc.ids):
+                i = owner[pos]
+                if i < 0 or (int(m) >> i) & 1:
+                    row.append(int(tok))
+                elif pos in first and first[pos] == i:
+                    row.append(mid)
+            rows.append(np.asarray(row, dtype=np.int64))
+        return rows
+
+    @staticmethod
+    def _check_masks(masks, n: int) -> np.ndarray:
+        where = "psens.models.Scorer.value"
+        if masks is None:
+            return np.arange(2**n, dtype=np.int64)
+        a = np.atleast_1d(np.asarray(masks))
+        if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
+            fail(
+                where,
+                f"masks must be a 1-D integer array, got dtype {a.dtype} and shape {a.shape}",
+                "Pass bitmasks as ints (bit i set = variable i kept)",
+                TypeError,
+            )
+        a = a.astype(np.int64)
+        if a.size and (a.min() < 0 or a.max() >= 2**n):
+            fail(
+                where,
+                f"masks must lie in [0, 2**{n}) for an item with n={n} variables "
+                f"(got {int(a.min())}..{int(a.max())})",
+                "Use bits 0..n-1 only (all-ones = 2**n - 1 = nothing masked)",
+            )
+        return a
+
+    # ------------------------------------------------------------------ model calls
+
+    def _new_cache(self):
+        from transformers import DynamicCache
+
+        try:
+            return DynamicCache(config=self.model.config)
+        except TypeError:  # older transformers
+            return DynamicCache()
+
+    def _extend(self, ids, cache) -> None:
+        """Run the decoder on ``ids`` to extend ``cache`` (no LM head when possible)."""
+        import torch
+
+        if self._base is None:
+            self._forward(ids, cache, keep=1)
+            return
+        x = torch.as_tensor(ids, device=self.device)
+        self._base(input_ids=x, use_cache=True, **{self._cache_kw: cache})
+
+    def _forward(self, ids, cache=None, keep: int = 1, hidden: bool = False):
+        import torch
+
+        kw: dict[str, Any] = {"input_ids": torch.as_tensor(ids, device=self.device)}
+        if cache is not None:
+            kw[self._cache_kw] = cache
+            kw["use_cache"] = True
+        else:
+            kw["use_cache"] = False
+        if keep:
+            kw["logits_to_keep"] = keep
+        if hidden:
+            kw["output_hidden_states"] = True
+        return self.model(**kw)
+
+    def _budget_rows(self, length: int) -> int:
+        """Rows per chunk so that the key/value cache stays within a memory budget."""
+        if self.batch_size:
+            return int(self.batch_size)
+        cfg = (
+            self.model.config.get_text_config()
+            if hasattr(self.model.config, "get_text_config")
+            else self.model.config
+        )
+        layers = getattr(cfg, "num_hidden_layers", 24)
+        heads = getattr(cfg, "num_attention_heads", 16)
+        kv = getattr(cfg, "num_key_value_heads", None) or heads
+        hdim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+        nbytes = self.dtype.itemsize if hasattr(self.dtype, "itemsize") else 4
+        per_row = 2 * layers * kv * hdim * length * nbytes * 3  # cache + copies during cat
+        per_row += getattr(cfg, "vocab_size", 50000) * 16  # logits, float64 softmax
+        if self.device.type == "cuda":
+            import torch
+
+            free, _ = torch.cuda.mem_get_info(self.device)
+            budget, cap = 0.5 * free, 1024
+        else:
+            import psutil
+
+            budget, cap = 0.2 * psutil.virtual_memory().available, 128
+        return int(max(1, min(cap, budget // max(per_row, 1))))
+
+    def _score_rows(
+        self, rows: np.ndarray, cuts: Sequence[int], targets: np.ndarray, bar=None
+    ) -> np.ndarray:
+        """Per-target log-probabilities for equal-length rows, walking the prefix tree.
+
+        ``rows`` (R, L) are prompts; ``targets`` (k,) are appended (teacher forcing:
+        all but the last), and logits are kept at the last k positions. Returns an
+        (R, k) float64 array of log p(target_j | prefix).
+        """
+        import torch
+
+        k = len(targets)
+        if k > 1:
+            tail = np.repeat(targets[None, :-1], len(rows), axis=0)
+            rows = np.concatenate([rows, tail], axis=1)
+        length = rows.shape[1]
+        last = length - k  # the last segment must hold the k scored positions
+        bounds = [*sorted({c for c in cuts if 0 < c <= last}), length]
+        order = np.lexsort(rows.T[::-1])
+        rows_sorted = rows[order]
+        chunk = self._budget_rows(length)
+        out = np.empty((len(rows), k), dtype=np.float64)
+        tgt = torch.as_tensor(targets, device=self.device)
+        for c0 in range(0, len(rows), chunk):
+            block = rows_sorted[c0 : c0 + chunk]
+            cache = self._new_cache()
+            parent_keys = np.zeros(len(block), dtype=np.int64)  # row -> distinct prefix
+            n_parent = 1
+            start = 0
+            for b in bounds:
+                if b == length:
+                    uniq_inv = np.arange(len(block))
+                    reps = np.arange(len(block))
+                else:
+                    _, reps, uniq_inv = np.unique(
+                        block[:, :b], axis=0, return_index=True, return_inverse=True
+                    )
+                    uniq_inv = uniq_inv.reshape(-1)
+                # parent of each new distinct prefix
+                par = parent_keys[reps]
+                identity = n_parent == len(par) and np.array_equal(par, np.arange(n_parent))
+                if cache.get_seq_length() > 0 and not identity:
+                    cache.batch_select_indices(torch.as_tensor(par, device=self.device))
+                seg = block[reps, start:b]
+                if b < length:
+                    self._extend(seg, cache)
+                else:
+                    logits = self._forward(seg, cache, keep=k).logits[:, -k:, :].double()
+                    logp = torch.log_softmax(logits, dim=-1)
+                    got = logp.gather(-1, tgt.view(1, k, 1).expand(len(seg), k, 1))[..., 0]
+                    out[order[c0 : c0 + len(block)]] = got.cpu().numpy()[uniq_inv]
+                parent_keys = uniq_inv
+                n_parent = len(reps)
+                start = b
+            del cache
+            if bar is not None:
+                bar.update(len(block))
+        return out
+
+    def _score_naive(self, rows: list[np.ndarray], targets: np.ndarray) -> np.ndarray:
+        import torch
+
+        k = len(targets)
+        out = np.empty((len(rows), k), dtype=np.float64)
+        tgt = torch.as_tensor(targets, device=self.device)
+        for i, r in enumerate(rows):
+            full = np.concatenate([r, targets[:-1]]) if k > 1 else r
+            logits = self._forward(full[None, :], None, keep=0).logits[0, -k:, :].double()
+            logp = torch.log_softmax(logits, dim=-1)
+            out[i] = logp.gather(-1, tgt.view(k, 1))[:, 0].cpu().numpy()
+        return out
+
+    # ------------------------------------------------------------------ public API
+
+    def value(
+        self,
+        item: Item,
+        template: str | _prompts.Template = "ips1",
+        masks=None,
+        *,
+        shots: Sequence[Item] = (),
+        variables: Sequence[_prompts.Variable] | None = None,
+        method: str = "trie",
+        progress: bool | None = None,
+    ) -> np.ndarray:
+        """v(x_T) for each bitmask T (IPS paper eq. 1 input; DESIGN "Model layer").
+
+        Parameters
+        ----------
+        item : Item
+        template : str or Template
+            ``"ips1"`` … ``"ips5"`` for MCQ items, ``"open"`` for open-ended ones.
+        masks : int array, optional
+            Bitmasks over the item's variables (bit i set = variable i kept;
+            ``2**n - 1`` = nothing masked). Default: all ``2**n`` in order.
+        shots : sequence of Item
+            Few-shot examples (fig. 16); never masked.
+        variables : sequence of Variable, optional
+            Default :func:`psens.prompts.variables` with the scorer's n_max and seed.
+        method : {"trie", "prefix", "naive"}
+            Prefix-tree batching (default), shared-prefix batching, or one prompt at a
+            time with full logits (reference).
+        progress : bool, optional
+            Show a tqdm bar in masks/s (default: the scorer's ``progress``; calls with
+            fewer than 64 unique masks never show one).
+
+        Returns
+        -------
+        ndarray of float64, shape (len(masks),)
+        """
+        import torch
+
+        if method not in _METHODS:
+            fail("psens.models.Scorer.value", f"method={method!r}", f"Use one of {_METHODS}")
+        enc = self.encode(item, template, shots=shots, variables=variables)
+        masks = self._check_masks(masks, enc.n)
+        skip = 0
+        if enc.target_id >= 0:
+            targets = np.asarray([enc.target_id], dtype=np.int64)
+        else:  # teacher forcing: the answer prefix (not scored), then the greedy response
+            extra, gen = self._open_target(item, template, shots)
+            targets, skip = np.concatenate([extra, gen]), len(extra)
+        rows = self.masked_ids(enc, masks)
+        rows_list = list(rows)
+        keyed: dict[bytes, int] = {}
+        inverse = np.empty(len(rows_list), dtype=np.int64)
+        uniq: list[np.ndarray] = []
+        for i, r in enumerate(rows_list):
+            key = r.tobytes()
+            j = keyed.setdefault(key, len(uniq))
+            if j == len(uniq):
+                uniq.append(r)
+            inverse[i] = j
+        logp = np.empty((len(uniq), len(targets)), dtype=np.float64)
+        show = self.progress if progress is None else progress
+        with torch.inference_mode():
+            if method == "naive":
+                logp[:] = self._score_naive(uniq, targets)
+            else:
+                from tqdm.auto import tqdm
+
+                bar = tqdm(
+                    total=len(uniq),
+                    unit="masks",
+                    desc=f"{self.name} {enc.template}",
+                    disable=not show or len(uniq) < 64,
+                    leave=False,
+                )
+                cuts = sorted({int(p[0]) for p in enc.var_tokens})
+                if method == "prefix":
+                    cuts = cuts[:1]
+                lengths = np.asarray([len(r) for r in uniq])
+                for length in np.unique(lengths):
+                    idx = np.nonzero(lengths == length)[0]
+                    block = np.stack([uniq[i] for i in idx])
+                    logp[idx] = self._score_rows(block, cuts, targets, bar)
+                bar.close()
+        per_token = _log_odds(logp[:, skip:])
+        if per_token.shape[1] == 1 or self.open_reduce == "first":
+            v = per_token[:, 0]
+        elif self.open_reduce == "sum":
+            v = per_token.sum(axis=1)
+        else:
+            v = per_token.mean(axis=1)
+        return v[inverse]
+
+    def open_target(
+        self,
+        item: Item,
+        template: str | _prompts.Template = "open",
+        *,
+        shots: Sequence[Item] = (),
+        m: int | None = None,
+    ) -> np.ndarray:
+        """The first ``m`` token ids of the greedy response to the unmasked prompt
+        (fewer when the response ends earlier; default ``m`` = ``open_tokens``)."""
+        return self._open_target(item, template, shots, m)[1]
+
+    def _open_target(self, item, template, shots=(), m=None) -> tuple[np.ndarray, np.ndarray]:
+        """(answer-prefix tokens, greedy response tokens) for an open-ended item."""
+        import torch
+
+        m = self.open_tokens if m is None else m
+        t = _prompts.get_template(template)
+        key = (item.id, item.question, t.name, tuple(s.id for s in shots), m)
+        if key not in self._open_targets:
+            prompt = _prompts.render(item, t, shots=shots)
+            base = self._tokens(prompt)
+            longer = self._tokens(prompt + t.answer_prefix)
+            if len(longer) > len(base) and np.array_equal(longer[: len(base)], base):
+                extra = longer[len(base) :]
+            else:  # the prefix merges with the prompt's last token: generate right after it
+                extra, longer = np.zeros(0, dtype=np.int64), base
+            ids = torch.as_tensor(longer[None, :], device=self.device)
+            with torch.inference_mode():
+                gen = self.model.generate(
+                    ids,
+                    attention_mask=torch.ones_like(ids),
+                    max_new_tokens=m,
+                    do_sample=False,
+                    pad_token_id=self.tokenizer.pad_token_id or self.mask.id,
+                )
+            new = gen[0, ids.shape[1] :].cpu().numpy().astype(np.int64)
+            if new.size == 0:
+                fail("psens.models.Scorer", "the model generated nothing", "Check the model")
+            self._open_targets[key] = (extra, new)
+        return self._open_targets[key]
+
+    def predict(
+        self,
+        item: Item,
+        template: str | _prompts.Template = "ips1",
+        *,
+        shots: Sequence[Item] = (),
+        max_new_tokens: int = 8,
+        generate: bool = True,
+    ) -> Prediction:
+        """Greedy prediction on the unmasked prompt (appendix E.3).
+
+        Returns the generated text, the argmax among the option letters (``choice``),
+        ``p_target`` and its log-odds ``v``, ProSA's confidence (the top next-token
+        probability over the full vocabulary), the softmax over the option letters,
+        and the final-layer hidden state at the answer position (appendix H).
+        """
+        import torch
+
+        enc = self.encode(item, template, shots=shots)
+        t = _prompts.get_template(template)
+        with torch.inference_mode():
+            out = self._forward(enc.ids[None, :], None, keep=1, hidden=True)
+            logp = torch.log_softmax(out.logits[0, -1].double(), dim=-1)
+            hidden = out.hidden_states[-1][0, -1].float().cpu().numpy()
+            text = ""
+            if generate:
+                ids = torch.as_tensor(enc.ids[None, :], device=self.device)
+                gen = self.model.generate(
+                    ids,
+                    attention_mask=torch.ones_like(ids),
+                    max_new_tokens=max_new_tokens,
+                    do_sample=False,
+                    pad_token_id=self.tokenizer.pad_token_id or self.mask.id,
+                )
+                text = self.tokenizer.decode(gen[0, ids.shape[1] :], skip_special_tokens=True)
+        lp = logp.cpu().numpy()
+        confidence = float(np.exp(lp.max()))
+        if t.kind == "mcq":
+            labels = list(enc.option_ids)
+            opt = np.asarray([lp[enc.option_ids[lab]] for lab in labels])
+            probs = np.exp(opt - opt.max())
+            probs /= probs.sum()
+            choice = labels[int(np.argmax(opt))]
+            p_target = float(np.exp(lp[enc.target_id]))
+            return Prediction(
+                text=text,
+                choice=choice,
+                correct=choice == item.answer,
+                p_target=p_target,
+                v=float(_log_odds(np.asarray([lp[enc.target_id]]))[0]),
+                confidence=confidence,
+                option_probs=dict(zip(labels, probs.tolist(), strict=True)),
+                hidden=hidden,
+            )
+        return Prediction(
+            text=text,
+            choice=None,
+            correct=None,
+            p_target=float("nan"),
+            v=float("nan"),
+            confidence=confidence,
+            option_probs={},
+            hidden=hidden,
+        )

@@ -1,0 +1,710 @@
+"""Prompt templates, rendering and input variables (IPS paper, appendices E.5, E.6, G, K.2).
+
+Templates
+---------
+The five MCQ templates of fig. 15 (``ips1`` … ``ips5``) derive from template 1 by
+case changes (``Answers`` → ``ANSWERS``), doubled separators (``:`` → ``::``) and
+option markers (``A.`` → ``A)``). Rendered for an item, template 1 reads::
+
+    Question: <question>
+    Answers:
+    A.<option A>
+    B.<option B>
+    ...
+    Answer:
+
+and the answer follows as ``" B"``. The ``Question:`` label and ``A.<text>`` with no
+space follow the worked examples of appendix E.6 (fig. 15 draws the question as a
+box); the paper does not show line breaks, psens puts each part on its own line.
+
+A template is a :class:`Template` (a small declarative spec); register new ones
+with :func:`register`, or pass a ``Template`` directly to :func:`render`.
+
+Perturbation kinds (appendix G): *altering* tokens (changing case or a symbol) vs
+*adding* tokens (``:`` → ``::``). Each template lists its ``changes`` relative to
+``ips1``; :func:`pair_perturbation` gives the kind of any pair.
+
+Input variables
+---------------
+Words of the question and the options; template words are background (E.5). See
+:func:`variables`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from psens._validation import check_positive_int, fail
+from psens.datasets import Item
+
+__all__ = [
+    "CHANGE_KINDS",
+    "FEW_SHOT_INSTRUCTION",
+    "MAX_VARIABLES",
+    "PAPER_SHOTS",
+    "TEMPLATES",
+    "Rendered",
+    "Template",
+    "Variable",
+    "get_template",
+    "pair_perturbation",
+    "register",
+    "render",
+    "render_spans",
+    "select_shots",
+    "variables",
+]
+
+#: What kind of perturbation each elementary change is (appendix G).
+CHANGE_KINDS: dict[str, str] = {
+    "case": "altering",  # Answers -> ANSWERS
+    "double-colon": "adding",  # : -> ::
+    "paren-marker": "altering",  # A. -> A)
+}
+
+#: The instruction line of the few-shot templates (fig. 16).
+FEW_SHOT_INSTRUCTION = (
+    "Instruction: Read the following question and the {n_options} options provided. "
+    "Choose the single best answer and provide only its corresponding letter."
+)
+
+_NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
+
+
+@dataclass(frozen=True)
+class Template:
+    """A declarative prompt template.
+
+    The rendered prompt is, joined by ``sep`` (empty parts skipped)::
+
+        header
+        context        (only when the item has one; after the question if not context_first)
+        question
+        options_header (MCQ only)
+        option x k     (MCQ only)
+        answer         (the answer slot; the model's answer follows it)
+
+    Attributes
+    ----------
+    name : str
+        Registry key.
+    question : str
+        Must contain ``{question}``.
+    options_header : str
+        Line before the options.
+    option : str
+        Must contain ``{label}`` and ``{text}``.
+    answer : str
+        The answer slot, e.g. ``"Answer:"``; must not be empty.
+    answer_prefix : str
+        What separates the slot from the answer: the target is ``answer_prefix +
+        label`` (``" B"``).
+    sep : str
+        Separator between parts.
+    context : str
+        Must contain ``{context}``; used when ``item.context`` is not empty.
+    header : str
+        Text before everything (instruction templates).
+    kind : {"mcq", "open"}
+    changes : tuple of str
+        Elementary changes relative to ``ips1`` (keys of :data:`CHANGE_KINDS`).
+    """
+
+    name: str
+    question: str = "Question: {question}"
+    options_header: str = "Answers:"
+    option: str = "{label}.{text}"
+    answer: str = "Answer:"
+    answer_prefix: str = " "
+    sep: str = "\n"
+    context: str = "Passage: {context}"
+    context_first: bool = True
+    header: str = ""
+    kind: str = "mcq"
+    changes: tuple[str, ...] = ()
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"Template {self.name!r}"
+        if not self.answer or not self.answer.strip():
+            fail(where, "has no answer slot (answer is empty)", 'Set answer= e.g. "Answer:"')
+        if "{question}" not in self.question:
+            fail(where, "question has no {question} field", 'Use e.g. "Question: {question}"')
+        if self.kind not in ("mcq", "open"):
+            fail(where, f"kind={self.kind!r} is not known", "Use 'mcq' or 'open'")
+        if self.kind == "mcq" and not ("{label}" in self.option and "{text}" in self.option):
+            fail(where, "option needs {label} and {text} fields", 'Use e.g. "{label}.{text}"')
+        if "{context}" not in self.context:
+            fail(where, "context has no {context} field", 'Use e.g. "Passage: {context}"')
+        unknown = set(self.changes) - set(CHANGE_KINDS)
+        if unknown:
+            fail(where, f"unknown changes {sorted(unknown)}", f"Use keys of {list(CHANGE_KINDS)}")
+
+    @property
+    def perturbation(self) -> str:
+        """``"none"``, ``"altering"``, ``"adding"`` or ``"altering+adding"`` vs ``ips1``."""
+        return _kinds(self.changes)
+
+    @classmethod
+    def from_dict(cls, spec: Mapping) -> Template:
+        """Build a template from a mapping (e.g. read from YAML/JSON)."""
+        spec = dict(spec)
+        if "changes" in spec:
+            spec["changes"] = tuple(spec["changes"])
+        return cls(**spec)
+
+    def to_dict(self) -> dict:
+        """The spec as a plain dict (round-trips through :meth:`from_dict`)."""
+        d = dataclasses.asdict(self)
+        d["changes"] = list(self.changes)
+        return d
+
+
+def _kinds(changes: Iterable[str]) -> str:
+    kinds = sorted({CHANGE_KINDS[c] for c in changes})
+    return "+".join(kinds) if kinds else "none"
+
+
+TEMPLATES: dict[str, Template] = {}
+
+
+def register(template: Template, *, overwrite: bool = False) -> Template:
+    """Add a template to :data:`TEMPLATES` (refuses to replace one unless ``overwrite``)."""
+    if template.name in TEMPLATES and not overwrite:
+        fail(
+            "psens.prompts.register",
+            f"a template named {template.name!r} exists",
+            "Pick another name or pass overwrite=True",
+        )
+    TEMPLATES[template.name] = template
+    return template
+
+
+for _t in (
+    Template("ips1", description="fig. 15, prompt template 1 (base)"),
+    Template(
+        "ips2",
+        options_header="ANSWERS:",
+        answer="ANSWER:",
+        changes=("case",),
+        description="fig. 15, template 2: upper case",
+    ),
+    Template(
+        "ips3",
+        options_header="Answers::",
+        answer="Answer::",
+        changes=("double-colon",),
+        description="fig. 15, template 3: doubled separators",
+    ),
+    Template(
+        "ips4",
+        options_header="ANSWERS::",
+        answer="ANSWER::",
+        changes=("case", "double-colon"),
+        description="fig. 15, template 4: upper case and doubled separators",
+    ),
+    Template(
+        "ips5",
+        option="{label}){text}",
+        changes=("paren-marker",),
+        description="fig. 15, template 5: option markers A)",
+    ),
+    Template(
+        "open",
+        kind="open",
+        header=(
+            "Below is an instruction that describes a task. "
+            "Write a response that appropriately completes the request."
+        ),
+        question="### Instruction:\n{question}",
+        context="### Input:\n{context}",
+        context_first=False,
+        answer="### Response:",
+        answer_prefix="\n",
+        sep="\n\n",
+        description="appendix K.2 instruction template (open-ended items)",
+    ),
+):
+    register(_t)
+
+
+def get_template(template: str | Template) -> Template:
+    """Look a template up by name (or pass a :class:`Template` through)."""
+    if isinstance(template, Template):
+        return template
+    if template not in TEMPLATES:
+        fail(
+            "psens.prompts",
+            f"unknown template {template!r}",
+            f"Expected one of {sorted(TEMPLATES)} or a Template",
+            KeyError,
+        )
+    return TEMPLATES[template]
+
+
+def pair_perturbation(a: str | Template, b: str | Template) -> str:
+    """Perturbation kind between two templates (appendix G), from their changes."""
+    ta, tb = get_template(a), get_template(b)
+    return _kinds(set(ta.changes) ^ set(tb.changes))
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A rendered prompt and where the item's fields sit in it.
+
+    ``fields`` maps ``"question"`` and ``"option:<label>"`` to the character offset of
+    that field's text in ``text``. ``target`` is the answer text as it follows the
+    prompt (``" B"``; empty for open-ended items).
+    """
+
+    text: str
+    fields: Mapping[str, int]
+    target: str
+    template: str
+
+
+def _block(item: Item, t: Template, start: int) -> tuple[str, dict[str, int]]:
+    parts: list[str] = []
+    fields: dict[str, int] = {}
+    pos = start
+
+    def add(s: str) -> None:
+        nonlocal pos
+        if parts:
+            pos += len(t.sep)
+        parts.append(s)
+        pos += len(s)
+
+    def add_field(fmt: str, key: str, name: str, value: str, **extra: str) -> None:
+        before = fmt.split("{" + name + "}", 1)[0].format(**extra)
+        offset = pos + (len(t.sep) if parts else 0) + len(before)
+        add(fmt.format(**{name: value}, **extra))
+        fields[key] = offset
+
+    if t.header:
+        add(t.header)
+    if item.context and t.context_first:
+        add(t.context.format(context=item.context))
+    add_field(t.question, "question", "question", item.question)
+    if item.context and not t.context_first:
+        add(t.context.format(context=item.context))
+    if t.kind == "mcq":
+        if t.options_header:
+            add(t.options_header)
+        for label, text in item.options:
+            add_field(t.option, f"option:{label}", "text", text, label=label)
+    add(t.answer)
+    return t.sep.join(parts), fields
+
+
+def _check_item(item: Item, t: Template, where: str) -> None:
+    if not isinstance(item, Item):
+        fail(where, f"item is a {type(item).__name__}", "Pass a psens.datasets.Item", TypeError)
+    item.check(where)
+    if t.kind == "mcq" and not item.options:
+        fail(
+            where,
+            f"template {t.name!r} is for multiple-choice items but item {item.id!r} has no options",
+            "Use the 'open' template for open-ended items",
+        )
+
+
+def render_spans(
+    item: Item,
+    template: str | Template = "ips1",
+    *,
+    shots: Sequence[Item] = (),
+    instruction: str | None = None,
+) -> Rendered:
+    """Render ``item`` with ``template`` and return the text with its field offsets.
+
+    Few-shot prompts (fig. 16): an instruction line, ``Example:``, the shots each
+    rendered with the same template and followed by their answer, then the item.
+    """
+    where = "psens.prompts.render"
+    t = get_template(template)
+    _check_item(item, t, where)
+    prefix = ""
+    if shots:
+        seen = {item.id, item.question}
+        for s in shots:
+            _check_item(s, t, where)
+            if s.id in seen or s.question == item.question:
+                fail(
+                    where,
+                    f"shot {s.id!r} is the evaluated item (or repeats another shot)",
+                    "Draw shots from a split disjoint from the evaluated items (select_shots)",
+                )
+            seen.add(s.id)
+        if instruction is None:
+            k = len(item.options)
+            instruction = FEW_SHOT_INSTRUCTION.format(n_options=_NUMBER_WORDS.get(k, str(k)))
+        examples = []
+        for s in shots:
+            text, _ = _block(s, t, 0)
+            examples.append(text + t.answer_prefix + _answer_text(s, t))
+        prefix = instruction + "\nExample:\n" + "\n\n".join(examples) + "\n\n"
+    text, fields = _block(item, t, len(prefix))
+    target = t.answer_prefix + item.answer if t.kind == "mcq" else ""
+    return Rendered(prefix + text, fields, target, t.name)
+
+
+def _answer_text(item: Item, t: Template) -> str:
+    return item.answer
+
+
+def render(
+    item: Item,
+    template: str | Template = "ips1",
+    *,
+    shots: Sequence[Item] = (),
+    masks: Mapping | None = None,
+    mask_text: str = "[MASK]",
+    variables_: Sequence[Variable] | None = None,
+) -> str:
+    """The prompt string for ``item``; the model's answer follows it.
+
+    Parameters
+    ----------
+    item : Item
+    template : str or Template
+        ``"ips1"`` … ``"ips5"`` (fig. 15), ``"open"`` (appendix K) or a Template.
+    shots : sequence of Item
+        In-context examples (fig. 16), 0–3 in the paper.
+    masks : int, optional
+        A bitmask over the item's variables (bit i set = variable i kept); masked
+        variables are shown as ``mask_text``. For display only: the scorer masks
+        token ids, not text.
+    variables_ : sequence of Variable, optional
+        The variables the mask refers to (default :func:`variables` of the item).
+
+    Examples
+    --------
+    >>> from psens.datasets import Item
+    >>> it = Item("x", "Which one does NOT lay eggs?", (("A", "chickens"), ("B", "dogs")), "B")
+    >>> print(render(it, "ips1"))
+    Question: Which one does NOT lay eggs?
+    Answers:
+    A.chickens
+    B.dogs
+    Answer:
+    """
+    r = render_spans(item, template, shots=shots)
+    if masks is None:
+        return r.text
+    vs = variables(item) if variables_ is None else variables_
+    bits = int(masks)
+    text = r.text
+    for i, (start, end) in sorted(
+        enumerate(prompt_spans(r, vs)), key=lambda x: x[1][0], reverse=True
+    ):
+        if not (bits >> i) & 1:
+            text = text[:start] + mask_text + text[end:]
+    return text
+
+
+# ----------------------------------------------------------------------------- few-shot
+
+
+def _paper_shot(i: int, q: str, opts: Sequence[str], answer: str) -> Item:
+    return Item(
+        id=f"ips-paper-shot-{i}",
+        question=q,
+        options=tuple(zip("ABCD", opts, strict=True)),
+        answer=answer,
+        metadata={"source": "IPS paper, appendix E.6"},
+    )
+
+
+#: The three in-context examples of appendix E.6.
+PAPER_SHOTS: tuple[Item, ...] = (
+    _paper_shot(
+        1,
+        "Which type of precipitation consists of frozen rain drops?",
+        ("sleet", "hail", "snow", "fog"),
+        "A",
+    ),
+    _paper_shot(
+        2,
+        "Decayed prehistoric plants have helped in the formation of",
+        (
+            "coal, shale, and quartz.",
+            "coal, oil, and gas.",
+            "shale, quartz, and coal.",
+            "oil, shale, and granite.",
+        ),
+        "B",
+    ),
+    _paper_shot(
+        3,
+        "Which describes a material that is not a food?",
+        (
+            "It stores energy but not nutrients.",
+            "It does not store energy or nutrients.",
+            "It stores energy and nutrients.",
+            "It does not store energy but stores nutrients.",
+        ),
+        "B",
+    ),
+)
+
+
+def select_shots(
+    pool: Sequence[Item], k: int, *, exclude: Iterable[Item] = (), seed: int = 0
+) -> tuple[Item, ...]:
+    """Draw ``k`` in-context examples from ``pool``, disjoint from ``exclude``.
+
+    The paper (E.6) draws them at random from data not in the test set; pass a
+    different split as ``pool`` and the evaluated items as ``exclude``.
+    """
+    where = "psens.prompts.select_shots"
+    if k == 0:
+        return ()
+    k = check_positive_int(k, where, "k")
+    banned = {(it.id, it.question) for it in exclude}
+    ids = {i for i, _ in banned}
+    qs = {q for _, q in banned}
+    free = [it for it in pool if it.id not in ids and it.question not in qs and it.options]
+    if len(free) < k:
+        fail(
+            where,
+            f"only {len(free)} pool items are disjoint from the evaluated ones",
+            "Pass a larger pool",
+        )
+    rng = np.random.default_rng(seed)
+    idx = rng.choice(len(free), size=k, replace=False)
+    return tuple(free[int(i)] for i in idx)
+
+
+# ----------------------------------------------------------------------------- variables
+
+#: Hard cap on the number of variables of one item (2**n masked prompts each).
+MAX_VARIABLES = 16
+
+_WORD = re.compile(r"\w+(?:[-'’.]\w+)*", re.UNICODE)
+
+#: Words kept even though stop-word lists contain them (negations change meaning;
+#: the paper's fig. 1 keeps "NOT").
+KEEP_WORDS = frozenset({"not", "no", "nor", "never", "none", "except", "least", "most"})
+
+_FALLBACK_STOP = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more my myself of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which while
+    who whom why will with would you your yours yourself yourselves""".split()
+)
+
+
+def stop_words() -> frozenset[str]:
+    """English stop words: the ``stop-words`` package if installed, else a built-in list.
+
+    NLTK's list (used in appendix K.2) downloads at run time, so it is not used.
+    Negations and comparatives in :data:`KEEP_WORDS` are removed from the list.
+    """
+    try:
+        from stop_words import get_stop_words
+
+        words = frozenset(w.lower() for w in get_stop_words("en"))
+    except Exception:  # any failure of the optional package
+        words = _FALLBACK_STOP
+    return words - KEEP_WORDS
+
+
+class Variable(str):
+    """One input variable: a word or phrase of the question or an option.
+
+    A ``str`` (the word itself, so ``variables(item)`` compares equal to a list of
+    words) that also knows where it sits: ``field`` is ``"question"`` or
+    ``"option:<label>"``; ``start``/``end`` are character offsets inside that field.
+    """
+
+    field: str
+    start: int
+    end: int
+
+    def __new__(cls, text: str, field: str, start: int, end: int) -> Variable:
+        obj = super().__new__(cls, text)
+        obj.field, obj.start, obj.end = field, int(start), int(end)
+        return obj
+
+    @property
+    def text(self) -> str:
+        """The word as a plain string."""
+        return str.__str__(self)
+
+    def __repr__(self) -> str:
+        return f"Variable({self.text!r}, {self.field!r}, {self.start}, {self.end})"
+
+    def __reduce__(self):
+        return (Variable, (self.text, self.field, self.start, self.end))
+
+
+@dataclass(frozen=True)
+class _Word:
+    text: str
+    field: str
+    start: int
+    end: int
+    order: int = field(default=0)
+
+
+def _segments(item: Item) -> list[_Word]:
+    out: list[_Word] = []
+    fields = [("question", item.question)] + [(f"option:{lab}", txt) for lab, txt in item.options]
+    for name, text in fields:
+        for m in _WORD.finditer(text):
+            word = m.group(0).rstrip(".")
+            out.append(_Word(word, name, m.start(), m.start() + len(word), len(out)))
+    return out
+
+
+def _phrase_spans(text: str, phrases: Sequence[str]) -> list[tuple[int, int]]:
+    spans = []
+    for ph in sorted(phrases, key=len, reverse=True):
+        ph = ph.strip()
+        if not ph:
+            continue
+        pat = re.compile(r"(?<!\w)" + re.escape(ph) + r"(?!\w)", re.IGNORECASE)
+        for m in pat.finditer(text):
+            if all(m.end() <= a or m.start() >= b for a, b in spans):
+                spans.append((m.start(), m.end()))
+    return spans
+
+
+def _default_phrases(
+    words: list[_Word], stops: frozenset[str], text_of: Mapping[str, str]
+) -> list[tuple[int, int, str]]:
+    """Runs of two or more capitalised non-stop words in one field, separated by spaces
+    only (names: "Walter Skinner")."""
+    runs: list[tuple[int, int, str]] = []
+    cur: list[_Word] = []
+
+    def flush() -> None:
+        if len(cur) >= 2:
+            runs.append((cur[0].order, cur[-1].order, cur[0].field))
+        cur.clear()
+
+    for w in words:
+        capital = w.text[:1].isupper() and w.text.lower() not in stops
+        first_of_field = w.start == 0 and w.field == "question"
+        joined = bool(cur) and cur[-1].field == w.field
+        joined = joined and not text_of[w.field][cur[-1].end : w.start].strip()
+        if capital and not first_of_field and (not cur or joined):
+            cur.append(w)
+        else:
+            flush()
+            if capital and not first_of_field:
+                cur.append(w)
+    flush()
+    return runs
+
+
+def variables(
+    item: Item,
+    *,
+    n_max: int = 10,
+    seed: int = 0,
+    stop_words: Iterable[str] | None = None,
+    phrases: Sequence[str] | None = None,
+    default_phrases: bool = True,
+    as_text: bool = False,
+) -> list[Variable]:
+    """The input variables of ``item`` (words of its question and options).
+
+    Chosen from the item alone, so they are identical for every template and model
+    (DESIGN "Model layer"; paper E.5 and K.2):
+
+    1. segment question and options into words (punctuation is never a variable);
+    2. if there are at most ``n_max`` words, keep them all (short MCQ items, as in
+       the paper's fig. 1 where ``NOT`` is a variable);
+    3. otherwise merge phrases (``phrases`` given by the user, matched case-insensitively
+       inside one field, plus runs of capitalised words when ``default_phrases``), and
+       drop stop words (``stop_words``, default :func:`stop_words`);
+    4. if more than ``n_max`` remain, keep ``n_max`` chosen by
+       ``numpy.random.default_rng(seed)`` (deterministic), in text order.
+
+    Parameters
+    ----------
+    n_max : int
+        Cap on n (default 10; at most :data:`MAX_VARIABLES`).
+    as_text : bool
+        Return the words as strings instead of :class:`Variable` objects.
+
+    Returns
+    -------
+    list of Variable (or str)
+        Bit i of a mask refers to ``result[i]``.
+    """
+    where = "psens.prompts.variables"
+    n_max = check_positive_int(n_max, where, "n_max")
+    if n_max > MAX_VARIABLES:
+        fail(
+            where,
+            f"n_max={n_max} is above the cap of {MAX_VARIABLES} variables "
+            f"(2**{n_max} masked prompts per item and template)",
+            f"Pass n_max <= {MAX_VARIABLES}",
+        )
+    item.check(where)
+    words = _segments(item)
+    text_of = {"question": item.question, **{f"option:{lab}": t for lab, t in item.options}}
+    if len(words) <= n_max and not phrases:
+        chosen = [Variable(w.text, w.field, w.start, w.end) for w in words]
+        return [v.text for v in chosen] if as_text else chosen
+
+    stops = (
+        frozenset(s.lower() for s in stop_words)
+        if stop_words is not None
+        else globals()["stop_words"]()
+    )
+    # phrases: (field, start, end)
+    merged: list[tuple[str, int, int]] = []
+    for name, text in text_of.items():
+        for a, b in _phrase_spans(text, phrases or ()):
+            merged.append((name, a, b))
+    if default_phrases:
+        by_order = {w.order: w for w in words}
+        for first, last, name in _default_phrases(words, stops, text_of):
+            a, b = by_order[first].start, by_order[last].end
+            if all(f != name or b <= s or a >= e for f, s, e in merged):
+                merged.append((name, a, b))
+    units: list[Variable] = []
+    for name, a, b in merged:
+        units.append(Variable(text_of[name][a:b], name, a, b))
+    for w in words:
+        inside = any(f == w.field and s <= w.start and w.end <= e for f, s, e in merged)
+        if inside or w.text.lower() in stops:
+            continue
+        units.append(Variable(w.text, w.field, w.start, w.end))
+    field_rank = {name: i for i, name in enumerate(text_of)}
+    units.sort(key=lambda v: (field_rank[v.field], v.start))
+    if len(units) > n_max:
+        rng = np.random.default_rng(seed)
+        keep = np.sort(rng.choice(len(units), size=n_max, replace=False))
+        units = [units[int(i)] for i in keep]
+    return [v.text for v in units] if as_text else units
+
+
+def prompt_spans(rendered: Rendered, vs: Sequence[Variable]) -> list[tuple[int, int]]:
+    """Character spans of the variables in a rendered prompt."""
+    out = []
+    for v in vs:
+        if v.field not in rendered.fields:
+            fail(
+                "psens.prompts.prompt_spans",
+                f"variable {v.text!r} lives in {v.field!r}, which the template does not render",
+                "Compute variables and the prompt from the same item",
+            )
+        off = rendered.fields[v.field]
+        out.append((off + v.start, off + v.end))
+    return out
