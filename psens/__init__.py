@@ -7,20 +7,28 @@ EAS (heuristic vs judge) and DBSA (distribution-based token sensitivity).
 import them lazily and name the extra to install when it is missing.
 """
 
-from psens import interactions, ips
+from psens import datasets, interactions, ips, models, prompts
+from psens.config import RunConfig, load_config
 from psens.interactions import SolverSettings, and_or, mobius_and, mobius_or, reconstruct
+from psens.runner import run
+from psens.store import open_run
 
 __version__ = "0.1.0"
 
 __all__ = [
-    # interactions
+    "RunConfig",
     "SolverSettings",
     "__version__",
     "and_or",
+    "datasets",
     "interactions",
-    # metrics
     "ips",
+    "load_config",
     "mobius_and",
     "mobius_or",
+    "models",
+    "open_run",
+    "prompts",
     "reconstruct",
+    "run",
 ]

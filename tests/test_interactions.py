@@ -272,3 +272,15 @@ def test_shapiq_round_trip_matches_its_moebius():
 
     exact = shapiq.ExactComputer(n_players=n, game=value_fn)
     np.testing.assert_allclose(from_shapiq(exact("Moebius")), mobius_and(v), atol=1e-9)
+
+
+def test_exact_result_does_not_depend_on_earlier_calls():
+    """Degenerate LPs: the vertex found must depend only on the call's own games."""
+    rng = np.random.default_rng(8)
+    first, other, game = rng.normal(size=(3, 1, 32))
+    fresh = and_or(game, "exact")
+    and_or(first, "exact")
+    and_or(other, "exact")
+    again = and_or(game, "exact")
+    np.testing.assert_array_equal(fresh.gamma, again.gamma)
+    np.testing.assert_array_equal(fresh.I_and, again.I_and)

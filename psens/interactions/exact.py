@@ -126,6 +126,10 @@ class _DualLP:
         self.cols = np.arange(m, dtype=np.int32)
         self.optimal = highspy.HighsModelStatus.kOptimal
 
+    def reset(self) -> None:
+        """Forget the previous basis, so a call's results depend only on its own games."""
+        self.h.clearSolver()
+
     def solve(self, d: np.ndarray) -> tuple[np.ndarray, float]:
         """Minimise ``<d, y>`` over the polytope; return (row duals, objective)."""
         self.h.changeColsCost(self.m, self.cols, d)
@@ -196,6 +200,7 @@ def solve_gamma(
     if n == 0:
         return gamma.astype(flat.dtype), {"backend": "closed form"}
     lp = _dual_lp(n)
+    lp.reset()  # degenerate LPs have many optimal vertices: the history must not pick one
     d = -_sign_of_empty(n)[1:] * mobius_or(v64)[:, 1:]
     a = np.zeros_like(v64)
     objective = np.zeros(len(v64))

@@ -1,0 +1,60 @@
+"""Command line: ``psens run CONFIG``, ``psens summary STORE``, ``psens export STORE OUT.nc``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="psens", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_run = sub.add_parser("run", help="run or resume an IPS experiment from a TOML/YAML config")
+    p_run.add_argument("config", help="path to a .toml or .yaml config")
+    p_run.add_argument("--scheduler", help="'local:N' or 'tcp://host:port' (overrides config)")
+    p_run.add_argument("--overwrite", action="store_true", help="start over if the store exists")
+    p_run.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p_run.add_argument("--report", help="also write an HTML report to this path")
+    p_sum = sub.add_parser("summary", help="print the summary of a stored run")
+    p_sum.add_argument("store")
+    p_exp = sub.add_parser("export", help="export a stored run to netCDF")
+    p_exp.add_argument("store")
+    p_exp.add_argument("out")
+    args = parser.parse_args(argv)
+    try:
+        return _dispatch(args)
+    except (ValueError, FileNotFoundError, KeyError, TypeError) as exc:
+        msg = exc.args[0] if exc.args else str(exc)
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
+
+
+def _dispatch(args) -> int:
+    from psens import store
+    from psens.config import load_config
+    from psens.runner import run, summarize
+
+    if args.command == "run":
+        cfg = load_config(args.config)
+        if args.scheduler:
+            cfg.scheduler = args.scheduler
+            cfg.check()
+        ds = run(cfg, overwrite=args.overwrite, progress=not args.no_progress)
+        if args.report:
+            from psens.report import write_report
+
+            print(f"report: {write_report(ds, args.report)}", file=sys.stderr)
+        return 0
+    if args.command == "summary":
+        print(summarize(store.open_run(args.store)))
+        return 0
+    if args.command == "export":
+        print(store.to_netcdf(args.store, args.out))
+        return 0
+    raise AssertionError(args.command)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

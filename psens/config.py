@@ -1,0 +1,256 @@
+"""Run configuration: one declarative object, read from TOML/YAML or a dict, checked up front.
+
+Every mistake a config can hold (a typo'd key, an unknown model, template or dataset, an
+out-of-range number) is reported before any model is loaded, naming the key and the fix.
+
+Keys
+----
+==================  =========================================================================
+``store``           path of the zarr store to write (required)
+``models``          list of models: packaged short names (``smollm2-135m-instruct``), names
+                    of the model table (``data/models.csv``), hub ids, folders or GGUF files
+``dataset``         ``arc-challenge``, ``arc-easy``, ``mmlu[:subject]``, ``commonsenseqa``,
+                    ``boolq``, ``squad``, ``dolly``
+``split``           dataset split (default: the dataset's default)
+``dataset_path``    a local copy of the dataset (jsonl/parquet/save_to_disk), optional
+``samples``         how many items (a seeded random choice, kept in dataset order) or a list
+                    of item ids (default 20)
+``templates``       a set name (``"ips5"``: the paper's five templates, ``"open"``) or a list
+                    of template names (default ``"ips5"``)
+``shots``           few-shot settings, e.g. ``[0, 1, 2, 3]`` (adds a ``shot`` dim; default none)
+``n_vars``          cap on input variables per item (default 10)
+``tau``             salience threshold (default 0.1)
+``solver``          ``"exact"`` (default) or ``"sgd"``
+``solver_settings`` dict of :class:`psens.interactions.SolverSettings` fields (steps, lr, …)
+``seed``            seed for sample, variable and shot choices (default 0)
+``device``/``dtype`` model placement (default cpu, float32 on CPU)
+``batch_size``      masked prompts per forward pass (default 32; fixed so runs are identical)
+``threads``         torch CPU threads (default: torch's own)
+``mask_tokens``     per-model mask-token overrides, ``{model: token}``
+``generate``        store the greedy generated text (default true), ``max_new_tokens`` (8)
+``scheduler``       ``None`` (serial), ``"local:N"`` (dask LocalCluster) or ``"tcp://host:port"``
+``cache_dir``       where GGUF models are converted (default ``~/.cache/psens/models``)
+==================  =========================================================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from psens._validation import check_in_interval, check_positive_int, fail
+
+__all__ = ["TEMPLATE_SETS", "RunConfig", "load_config"]
+
+#: template set names accepted by ``templates = "<name>"``
+TEMPLATE_SETS: dict[str, tuple[str, ...]] = {
+    "ips5": ("ips1", "ips2", "ips3", "ips4", "ips5"),
+    "paper": ("ips1", "ips2", "ips3", "ips4", "ips5"),
+    "fewshot": ("ips1", "ips4"),  # appendix E.6 uses templates 1 and 4
+    "open": ("open",),
+}
+
+WHERE = "psens config"
+
+
+@dataclass
+class RunConfig:
+    """A run's configuration (see the module docstring for every key)."""
+
+    store: str
+    models: list[str]
+    dataset: str
+    split: str | None = None
+    dataset_path: str | None = None
+    samples: int | list[str] = 20
+    templates: str | list[str] = "ips5"
+    shots: list[int] | None = None
+    n_vars: int = 10
+    tau: float = 0.1
+    solver: str = "exact"
+    solver_settings: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    device: str = "cpu"
+    dtype: str | None = None
+    batch_size: int = 32
+    threads: int | None = None
+    mask_tokens: dict[str, str] = field(default_factory=dict)
+    generate: bool = True
+    max_new_tokens: int = 8
+    scheduler: str | None = None
+    cache_dir: str | None = None
+
+    # ----------------------------------------------------------------- construction
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> RunConfig:
+        """Build from a mapping, refusing unknown keys (with the closest valid key)."""
+        if not isinstance(raw, dict):
+            fail(WHERE, f"a config must be a mapping, got {type(raw).__name__}", "Pass a dict")
+        names = [f.name for f in dataclasses.fields(cls)]
+        for key in raw:
+            if key not in names:
+                close = difflib.get_close_matches(str(key), names, n=1)
+                hint = f"Did you mean {close[0]!r}?" if close else f"Valid keys: {names}"
+                fail(WHERE, f"unknown key {key!r}", hint.rstrip("?."))
+        for key in ("store", "models", "dataset"):
+            if key not in raw:
+                fail(WHERE, f"the required key {key!r} is missing", f"Add {key} = ...")
+        cfg = cls(**raw)
+        cfg.check()
+        return cfg
+
+    @classmethod
+    def from_any(cls, config: RunConfig | dict | str | os.PathLike) -> RunConfig:
+        """A RunConfig from itself, a dict, or a TOML/YAML file path."""
+        if isinstance(config, RunConfig):
+            config.check()
+            return config
+        if isinstance(config, str | os.PathLike):
+            return load_config(config)
+        return cls.from_dict(dict(config))
+
+    # ----------------------------------------------------------------- checks
+
+    @property
+    def template_names(self) -> list[str]:
+        """The templates to run, with a set name expanded."""
+        if isinstance(self.templates, str):
+            return list(TEMPLATE_SETS.get(self.templates, (self.templates,)))
+        return list(self.templates)
+
+    def check(self) -> None:
+        """Cheap checks that need no model and no dataset (see :meth:`check_resources`)."""
+        from psens import prompts
+        from psens.interactions import SolverSettings
+
+        if not isinstance(self.models, list | tuple) or not self.models:
+            fail(WHERE, "'models' must be a non-empty list", 'Write models = ["name", ...]')
+        if len(set(self.models)) != len(self.models):
+            fail(WHERE, "'models' lists a model twice", "Remove the duplicate")
+        names = self.template_names
+        for t in names:
+            if t not in prompts.TEMPLATES:
+                fail(
+                    WHERE,
+                    f"unknown template {t!r} in 'templates'",
+                    f"Use a set name {sorted(TEMPLATE_SETS)} or templates from "
+                    f"{sorted(prompts.TEMPLATES)}",
+                )
+        if len(names) < 2:
+            fail(
+                WHERE,
+                "'templates' names fewer than two templates",
+                'IPS compares templates: give at least two (e.g. templates = "ips5")',
+            )
+        if self.shots is not None:
+            if not self.shots or any(not isinstance(k, int) or k < 0 for k in self.shots):
+                fail(WHERE, f"'shots' = {self.shots!r}", "Use a list of shot counts like [0, 1, 3]")
+        max_vars = prompts.MAX_VARIABLES
+        check_positive_int(self.n_vars, WHERE, "n_vars")
+        if self.n_vars > max_vars:
+            fail(
+                WHERE,
+                f"n_vars = {self.n_vars} exceeds the cap {max_vars} "
+                f"(2**{self.n_vars} masked prompts per item and template)",
+                f"Use n_vars <= {max_vars}",
+            )
+        check_in_interval(self.tau, WHERE, "tau", 0.0, 1.0)
+        if isinstance(self.samples, bool) or not isinstance(self.samples, int | list | tuple):
+            fail(WHERE, f"'samples' = {self.samples!r}", "Give a count or a list of item ids")
+        if isinstance(self.samples, int):
+            check_positive_int(self.samples, WHERE, "samples")
+        try:
+            SolverSettings(method=self.solver, **self.solver_settings)
+        except TypeError as exc:
+            fail(
+                WHERE,
+                f"'solver_settings' has an unknown field ({exc})",
+                f"Use fields of SolverSettings: "
+                f"{[f.name for f in dataclasses.fields(SolverSettings)][1:]}",
+            )
+        except ValueError as exc:
+            fail(WHERE, f"'solver'/'solver_settings': {exc}", "Fix the solver settings")
+        check_positive_int(self.batch_size, WHERE, "batch_size")
+        check_positive_int(self.max_new_tokens, WHERE, "max_new_tokens")
+        if self.threads is not None:
+            check_positive_int(self.threads, WHERE, "threads")
+        if self.scheduler is not None:
+            s = str(self.scheduler)
+            ok = s.startswith("tcp://") or (
+                s.startswith("local:") and s[6:].isdigit() and int(s[6:]) > 0
+            )
+            if not ok:
+                fail(WHERE, f"scheduler = {s!r}", "Use 'local:N' or 'tcp://host:port'")
+        unknown_overrides = set(self.mask_tokens) - set(self.models)
+        if unknown_overrides:
+            fail(
+                WHERE,
+                f"'mask_tokens' names models not in 'models': {sorted(unknown_overrides)}",
+                "Key the overrides by the names used in 'models'",
+            )
+        for m in self.models:
+            _check_model(m)
+
+    def check_resources(self):
+        """Load the dataset items this run needs (fails before any model is loaded)."""
+        from psens.runner import select_items
+
+        return select_items(self)
+
+    # ----------------------------------------------------------------- identity
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def fingerprint(self) -> str:
+        """Hash of everything that determines the stored numbers (not scheduler/store/device)."""
+        d = self.to_dict()
+        for k in ("store", "scheduler", "cache_dir"):
+            d.pop(k)
+        text = json.dumps(d, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _check_model(name: str) -> None:
+    """A model must be packaged, in the model table, a path, or a hub id (org/name)."""
+    from psens.models import lookup, resolve_source
+
+    if lookup(name):
+        return
+    try:
+        resolve_source(name)
+    except (ValueError, FileNotFoundError) as exc:
+        fail(
+            WHERE,
+            f"unknown model {name!r} in 'models' ({exc})",
+            "Use a packaged name, a name of data/models.csv, a path or a hub id 'org/model'",
+        )
+
+
+def load_config(path: str | os.PathLike) -> RunConfig:
+    """Read a TOML (``.toml``) or YAML (``.yaml``/``.yml``) config file."""
+    p = Path(path)
+    if not p.is_file():
+        fail(WHERE, f"config file {p} not found", "Check the path")
+    text = p.read_text()
+    if p.suffix == ".toml":
+        import tomllib
+
+        try:
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            fail(WHERE, f"{p} is not valid TOML ({exc})", "Fix the syntax")
+    elif p.suffix in (".yaml", ".yml"):
+        import yaml
+
+        raw = yaml.safe_load(text)
+    else:
+        fail(WHERE, f"{p} has suffix {p.suffix!r}", "Use a .toml, .yaml or .yml file")
+    return RunConfig.from_dict(raw)

@@ -1,0 +1,518 @@
+"""The IPS pipeline: datasets + templates -> models -> AND-OR decomposition -> store.
+
+``psens.run(config)`` (and ``psens run CONFIG`` on the command line) executes a run block by
+block, one block = one (model, sample): every template (and shot setting) of the sample
+is scored on all ``2**n`` masked prompts, decomposed (paper eq. 12), checked for universal
+matching and written to its own zarr chunks with ``status = done`` last.
+
+* **Resume.** Starting the same config again skips the blocks that are done; a block that
+  was being written when the process died is still pending and is recomputed. Each block
+  depends only on the config, so a resumed run ends identical to an uninterrupted one.
+* **Failures.** An exception while scoring a block is recorded (``status = failed`` and the
+  error text) and the run goes on; the next start retries failed blocks.
+* **Distributed.** ``scheduler = "local:N"`` runs the blocks on a dask.distributed
+  LocalCluster of N single-threaded worker processes; ``"tcp://host:port"`` on an existing
+  cluster (one worker per GPU on GPU machines). Workers write their own zarr regions; the
+  numbers equal a serial run with the same ``threads``.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from psens import store
+from psens._validation import fail
+from psens.config import RunConfig
+
+__all__ = ["estimate", "run", "select_items", "summarize"]
+
+#: masked prompts per second of a 135M-parameter model on one 2-core CPU (measured), used
+#: to print a rough time estimate before a run; larger models scale ~linearly with size.
+REFERENCE_RATE = 60.0
+REFERENCE_PARAMS = 0.135
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+def select_items(cfg: RunConfig) -> list:
+    """The items of a run: a seeded choice of ``samples`` items (kept in dataset order),
+    or the listed ids."""
+    from psens import datasets
+
+    items = datasets.load(cfg.dataset, cfg.split, path=cfg.dataset_path)
+    if isinstance(cfg.samples, int):
+        if cfg.samples > len(items):
+            fail(
+                "psens config",
+                f"samples = {cfg.samples} but {cfg.dataset} has {len(items)} items in this split",
+                f"Use samples <= {len(items)}",
+            )
+        rng = np.random.default_rng(cfg.seed)
+        keep = np.sort(rng.choice(len(items), size=cfg.samples, replace=False))
+        chosen = [items[int(k)] for k in keep]
+    else:
+        by_id = {it.id: it for it in items}
+        missing = [s for s in cfg.samples if s not in by_id]
+        if missing:
+            fail(
+                "psens config",
+                f"sample ids not in {cfg.dataset}: {missing[:5]}",
+                "List ids that exist (see psens.datasets.load(...)[k].id)",
+            )
+        chosen = [by_id[s] for s in cfg.samples]
+    return chosen
+
+
+def _shot_items(cfg: RunConfig, items) -> dict[int, tuple]:
+    """Few-shot examples per shot count: the first k of one seeded draw from a pool
+    disjoint from the evaluated items, so settings share their first examples."""
+    from psens import datasets, prompts
+
+    if not cfg.shots:
+        return {0: ()}
+    k_max = max(cfg.shots)
+    if k_max == 0:
+        return {0: ()}
+    pool = datasets.load(cfg.dataset, cfg.split, path=cfg.dataset_path)
+    drawn = prompts.select_shots(pool, k_max, exclude=items, seed=cfg.seed)
+    return {k: tuple(drawn[:k]) for k in cfg.shots}
+
+
+class Plan:
+    """Everything a run needs before any model is loaded (items, variables, prompts)."""
+
+    def __init__(self, cfg: RunConfig):
+        from psens import prompts
+
+        self.cfg = cfg
+        self.items = select_items(cfg)
+        self.templates = cfg.template_names
+        self.variables = [
+            prompts.variables(it, n_max=cfg.n_vars, seed=cfg.seed) for it in self.items
+        ]
+        for it, vs in zip(self.items, self.variables, strict=True):
+            if not vs:
+                fail(
+                    "psens run",
+                    f"item {it.id!r} has no input variables",
+                    "Drop it from 'samples' (its question and options have no words)",
+                )
+        self.n_max = max(len(vs) for vs in self.variables)
+        self.shots = _shot_items(cfg, self.items)
+        self.shot_keys = list(cfg.shots) if cfg.shots else [0]
+        shape = (len(self.items), len(self.shot_keys), len(self.templates))
+        self.prompts = np.empty(shape, dtype=object)
+        for s, it in enumerate(self.items):
+            for h, k in enumerate(self.shot_keys):
+                for t, name in enumerate(self.templates):
+                    self.prompts[s, h, t] = prompts.render(it, name, shots=self.shots[k])
+        self.targets = []
+        for it in self.items:
+            tmpl = prompts.get_template(self.templates[0])
+            self.targets.append(tmpl.answer_prefix + it.answer if it.is_mcq else it.answer)
+
+    @property
+    def blocks(self) -> int:
+        return len(self.cfg.models) * len(self.items)
+
+    def forward_passes(self) -> int:
+        per = sum(1 << len(vs) for vs in self.variables)
+        return len(self.cfg.models) * per * len(self.templates) * len(self.shot_keys)
+
+
+# ----------------------------------------------------------------------------- estimate
+
+
+def estimate(plan: Plan) -> dict[str, Any]:
+    """Forward passes, a rough time and the store size of a run (printed before it starts)."""
+    from psens.models import lookup
+
+    cfg = plan.cfg
+    passes = plan.forward_passes()
+    seconds = 0.0
+    for m in cfg.models:
+        row = lookup(m) or {}
+        params = float(row.get("params") or REFERENCE_PARAMS)
+        share = passes / len(cfg.models)
+        seconds += share / REFERENCE_RATE * max(1.0, params / REFERENCE_PARAMS)
+    cells = len(cfg.models) * len(plan.items) * len(plan.shot_keys) * len(plan.templates)
+    size = cells * (1 << plan.n_max) * 8 * len(store.GAME_VARS) + cells * 200
+    return {"forward_passes": passes, "seconds": seconds, "store_bytes": size}
+
+
+def _check_disk(path: Path, need: int) -> None:
+    parent = path if path.exists() else path.parent
+    parent = parent if parent.exists() else Path(".")
+    free = shutil.disk_usage(parent).free
+    if free < 1.5 * need:
+        fail(
+            "psens run",
+            f"the store needs about {need / 2**30:.2f} GiB but only "
+            f"{free / 2**30:.2f} GiB are free at {parent}",
+            "Free disk space, choose another 'store' path, or run fewer samples/models",
+        )
+
+
+# ----------------------------------------------------------------------------- blocks
+
+
+def _hidden_pairs(hidden: np.ndarray, n_templates: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cosine similarity and L2 distance of hidden states for every template pair
+    (appendix H); ``hidden`` is ``[..., template, dim]``."""
+    i, j = np.triu_indices(n_templates, k=1)
+    a, b = hidden[..., i, :], hidden[..., j, :]
+    na, nb = np.linalg.norm(a, axis=-1), np.linalg.norm(b, axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cos = (a * b).sum(-1) / (na * nb)
+    return cos, np.linalg.norm(a - b, axis=-1)
+
+
+def compute_block(scorer, plan: Plan, sample: int) -> dict[str, np.ndarray]:
+    """Score, predict and decompose one sample for one model; returns the block's values."""
+    from psens.interactions import and_or, reconstruct
+
+    cfg = plan.cfg
+    item, variables = plan.items[sample], plan.variables[sample]
+    n = len(variables)
+    size_max = 1 << plan.n_max
+    masks = np.arange(1 << n, dtype=np.int64)
+    n_h, n_t = len(plan.shot_keys), len(plan.templates)
+    v = np.empty((n_h, n_t, 1 << n))
+    p_target = np.full((n_h, n_t), np.nan)
+    confidence = np.full((n_h, n_t), np.nan)
+    correct = np.full((n_h, n_t), np.nan)
+    prediction = np.full((n_h, n_t), "", dtype=object)
+    generated = np.full((n_h, n_t), "", dtype=object)
+    hidden = None
+    for h, k in enumerate(plan.shot_keys):
+        shots = plan.shots[k]
+        for t, name in enumerate(plan.templates):
+            v[h, t] = scorer.value(
+                item, name, masks, shots=shots, variables=variables, progress=False
+            )
+            pred = scorer.predict(
+                item, name, shots=shots, generate=cfg.generate, max_new_tokens=cfg.max_new_tokens
+            )
+            p_target[h, t], confidence[h, t] = pred.p_target, pred.confidence
+            if pred.correct is not None:
+                correct[h, t] = float(pred.correct)
+            prediction[h, t] = pred.choice if pred.choice is not None else pred.text
+            generated[h, t] = pred.text
+            if hidden is None:
+                hidden = np.zeros((n_h, n_t, pred.hidden.shape[-1]))
+            hidden[h, t] = pred.hidden
+    res = and_or(v, cfg.solver, **cfg.solver_settings)
+    err = float(
+        np.max(np.abs(reconstruct(res.I_and, res.I_or) - v - (0.0 if res.q is None else res.q)))
+    )
+    scale = max(1.0, float(np.max(np.abs(v))))
+    if not err <= 1e-8 * scale * (1 << n):
+        raise RuntimeError(f"universal matching failed (max error {err:.2e}) for {item.id}")
+    cos, l2 = _hidden_pairs(hidden, n_t)
+
+    def pad(x):
+        out = np.full((n_h, n_t, size_max), np.nan)
+        out[..., : 1 << n] = x
+        return out
+
+    block = {
+        "v": pad(v),
+        "I_and": pad(res.I_and),
+        "I_or": pad(res.I_or),
+        "gamma": pad(res.gamma),
+        "p_target": p_target,
+        "confidence": confidence,
+        "correct": correct,
+        "prediction": prediction,
+        "generated": generated,
+        "hidden_cosine": cos,
+        "hidden_l2": l2,
+        "matching_error": np.float64(err),
+        "error": np.asarray("", dtype=object),
+    }
+    if not plan.cfg.shots:  # no shot dim in the store
+        block = {
+            k: (x[0] if np.ndim(x) >= 1 and k not in ("matching_error", "error") else x)
+            for k, x in block.items()
+        }
+    return block
+
+
+def _failed_block(exc: BaseException) -> dict[str, Any]:
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return {"error": np.asarray(text[:2000], dtype=object), "status": store.FAILED}
+
+
+# ----------------------------------------------------------------------------- scorers
+
+_SCORERS: dict[tuple, Any] = {}
+
+
+def _scorer(cfg: RunConfig, model: str):
+    """Load (once per process) the scorer of ``model`` with the run's settings."""
+    key = (
+        model,
+        cfg.device,
+        cfg.dtype,
+        cfg.batch_size,
+        cfg.n_vars,
+        cfg.seed,
+        cfg.mask_tokens.get(model),
+        cfg.cache_dir,
+    )
+    if key not in _SCORERS:
+        from psens import models
+
+        if cfg.threads is not None:
+            import torch
+
+            torch.set_num_threads(cfg.threads)
+        row = models.lookup(model)
+        source = row["hub_id"] if row and row.get("hub_id") and not row.get("package") else model
+        _SCORERS.clear()  # keep one model in memory per process
+        _SCORERS[key] = models.load(
+            source,
+            dtype=cfg.dtype,
+            device=cfg.device,
+            mask_token=cfg.mask_tokens.get(model),
+            cache_dir=cfg.cache_dir,
+            n_max=cfg.n_vars,
+            seed=cfg.seed,
+            batch_size=cfg.batch_size,
+            progress=False,
+        )
+    return _SCORERS[key]
+
+
+def _work_unit(cfg_dict: dict, model_index: int, samples: Sequence[int]) -> list[int]:
+    """One dask task: score some samples of one model and write their blocks."""
+    cfg = RunConfig.from_dict(cfg_dict)
+    plan = Plan(cfg)
+    scorer = _scorer(cfg, cfg.models[model_index])
+    for s in samples:
+        _run_block(scorer, plan, model_index, s)
+    return list(samples)
+
+
+def _run_block(scorer, plan: Plan, m: int, s: int) -> bool:
+    try:
+        block = compute_block(scorer, plan, s)
+        block["status"] = store.DONE
+    except Exception as exc:  # recorded, never silently wrong
+        block = _failed_block(exc)
+    store.write_block(plan.cfg.store, m, s, block)
+    return block["status"] == store.DONE
+
+
+# ----------------------------------------------------------------------------- run
+
+
+def _model_meta(models: Sequence[str]) -> dict[str, list]:
+    from psens.models import lookup
+
+    meta: dict[str, list] = {k: [] for k in store.MODEL_META}
+    for m in models:
+        row = lookup(m) or {}
+        for k in store.MODEL_META:
+            meta[k].append(row.get(k))
+    return meta
+
+
+def _open_or_create(plan: Plan, overwrite: bool):
+    from psens import __version__, prompts
+    from psens.interactions import SolverSettings
+
+    cfg = plan.cfg
+    path = Path(cfg.store)
+    if path.exists() and not overwrite:
+        ds = store.open_run(path)
+        if ds.attrs.get("config_hash") != cfg.fingerprint():
+            fail(
+                "psens run",
+                f"{path} holds a run with a different config",
+                "Use a new 'store' path, or pass overwrite=True (--overwrite) to start over",
+            )
+        return ds
+    perturb = [prompts.get_template(t).perturbation for t in plan.templates]
+    settings = SolverSettings(method=cfg.solver, **cfg.solver_settings)
+    attrs = {
+        "psens_version": __version__,
+        "tau": cfg.tau,
+        "config": cfg.to_dict(),
+        "config_hash": cfg.fingerprint(),
+        "dataset": cfg.dataset,
+        **settings.to_attrs(),
+    }
+    return store.create(
+        path,
+        overwrite=overwrite,
+        models=list(cfg.models),
+        samples=[it.id for it in plan.items],
+        templates=plan.templates,
+        words=[[str(v) for v in vs] for vs in plan.variables],
+        prompts=plan.prompts if cfg.shots else plan.prompts[:, 0],
+        targets=plan.targets,
+        n_max=plan.n_max,
+        shots=list(cfg.shots) if cfg.shots else None,
+        model_meta=_model_meta(cfg.models),
+        perturbation=perturb,
+        attrs=attrs,
+    )
+
+
+def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool = False):
+    """Run (or resume) an IPS experiment and return the stored Dataset.
+
+    Parameters
+    ----------
+    config : dict, RunConfig, or path to a TOML/YAML file
+        See :mod:`psens.config` for the keys.
+    overwrite : bool
+        Start over even if the store exists (default: resume it).
+    progress : bool
+        tqdm bars for models and samples.
+    quiet : bool
+        Print nothing (no estimate, no summary).
+
+    Returns
+    -------
+    xarray.Dataset
+        The run, as :func:`psens.open_run` returns it.
+
+    Examples
+    --------
+    >>> ds = psens.run({"store": "runs/demo.zarr", "models": ["smollm2-135m-instruct"],
+    ...                 "dataset": "arc-challenge", "split": "validation", "samples": 3,
+    ...                 "templates": "ips5", "n_vars": 5})  # doctest: +SKIP
+    """
+    start = time.perf_counter()
+    cfg = RunConfig.from_any(config)
+    plan = Plan(cfg)  # loads the dataset: fails before any model is loaded
+    est = estimate(plan)
+    say = (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))
+    say(
+        f"psens run: {len(cfg.models)} model(s) x {len(plan.items)} samples x "
+        f"{len(plan.templates)} templates x {len(plan.shot_keys)} shot setting(s); "
+        f"{est['forward_passes']:,} masked prompts (~{_fmt_time(est['seconds'])} on a 2-core "
+        f"CPU), store ~{est['store_bytes'] / 2**20:.1f} MiB"
+    )
+    _check_disk(Path(cfg.store), est["store_bytes"])
+    ds = _open_or_create(plan, overwrite)
+    status = ds["status"].values
+    todo = [
+        (m, s)
+        for m in range(len(cfg.models))
+        for s in range(len(plan.items))
+        if status[m, s] != store.DONE
+    ]
+    if len(todo) < plan.blocks:
+        say(f"resuming: {plan.blocks - len(todo)} of {plan.blocks} blocks already done")
+    if cfg.scheduler:
+        _run_dask(cfg, todo, progress)
+    else:
+        _run_serial(cfg, plan, todo, progress)
+    ds = store.open_run(cfg.store)
+    say(summarize(ds, wall=time.perf_counter() - start))
+    return ds
+
+
+def _run_serial(cfg: RunConfig, plan: Plan, todo, progress: bool) -> None:
+    from tqdm.auto import tqdm
+
+    by_model: dict[int, list[int]] = {}
+    for m, s in todo:
+        by_model.setdefault(m, []).append(s)
+    for m, samples in tqdm(by_model.items(), desc="models", disable=not progress):
+        scorer = _scorer(cfg, cfg.models[m])
+        bar = tqdm(samples, desc=cfg.models[m], unit="sample", disable=not progress, leave=False)
+        for s in bar:
+            _run_block(scorer, plan, m, s)
+
+
+def _run_dask(cfg: RunConfig, todo, progress: bool) -> None:
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    sched = str(cfg.scheduler)
+    cluster = None
+    if sched.startswith("local:"):
+        cluster = LocalCluster(
+            n_workers=int(sched[6:]),
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            host="127.0.0.1",
+        )
+        client = Client(cluster)
+    else:
+        client = Client(sched)
+    try:
+        cfg_dict = cfg.to_dict()
+        futures = [client.submit(_work_unit, cfg_dict, m, [s], pure=False) for m, s in todo]
+        from tqdm.auto import tqdm
+
+        with tqdm(total=len(futures), desc="blocks", disable=not progress) as bar:
+            for fut in as_completed(futures):
+                fut.result()
+                bar.update(1)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+# ----------------------------------------------------------------------------- summary
+
+
+def output_consistency(ds) -> np.ndarray:
+    """Share of samples whose prediction is identical under every template, per model."""
+    pred = ds["prediction"].transpose("model", "sample", ..., "template").values.astype(str)
+    same = (pred == pred[..., :1]).all(axis=-1)
+    same = same.reshape(same.shape[0], -1)
+    return same.mean(axis=1)
+
+
+def summarize(ds, wall: float | None = None) -> str:
+    """One line per model: IPS (all/low/mid/high), output consistency, failed blocks."""
+    from psens.ips import aggregate, ips
+
+    ds = ds.load()
+    tau = float(ds.attrs.get("tau", 0.1))
+    done = ds["status"] == store.DONE
+    lines = []
+    consistency = output_consistency(ds)
+    for m, name in enumerate(ds["model"].values):
+        sub = ds.isel(model=m, sample=np.flatnonzero(done.values[m]))
+        parts = []
+        for order in (None, "low", "mid", "high"):
+            if sub.sizes.get("sample", 0) == 0:
+                parts.append("n/a")
+                continue
+            value = aggregate(ips(sub, tau=tau, order=order), "sample")
+            mean = float(np.asarray(value).mean()) if value.size else float("nan")
+            parts.append(f"{mean:.3f}" if math.isfinite(mean) else "nan")
+        failed = int((ds["status"].isel(model=m) == store.FAILED).sum())
+        lines.append(
+            f"  {name}: IPS {parts[0]} (low {parts[1]}, mid {parts[2]}, high {parts[3]}); "
+            f"output consistency {consistency[m]:.2f}"
+            + (f"; {failed} failed block(s)" if failed else "")
+        )
+    head = "psens run summary" + (f" ({_fmt_time(wall)})" if wall is not None else "") + ":"
+    return "\n".join([head, *lines])
+
+
+def _fmt_time(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -1,0 +1,234 @@
+"""The pipeline end to end on a tiny random-weight model: CLI, config errors, resume, dask."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from psens import prompts, store
+from psens.cli import main
+from psens.interactions import reconstruct
+from psens.testing import assert_run_equal
+from tests.lm_fixtures import write_tiny_dataset, write_tiny_model
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def assets(tmp_path_factory):
+    d = tmp_path_factory.mktemp("assets")
+    return {"model": write_tiny_model(d / "model"), "data": write_tiny_dataset(d / "data.jsonl")}
+
+
+def _config(assets, store_path, **extra):
+    cfg = {
+        "store": str(store_path),
+        "models": [str(assets["model"])],
+        "dataset": "arc-challenge",
+        "dataset_path": str(assets["data"]),
+        "samples": 3,
+        "templates": "ips5",
+        "n_vars": 4,
+        "tau": 0.1,
+        "solver": "exact",
+        "seed": 0,
+        "threads": 1,
+        "generate": False,
+    }
+    cfg.update(extra)
+    return cfg
+
+
+def _toml(cfg: dict, path: Path) -> Path:
+    lines = []
+    for k, v in cfg.items():
+        if isinstance(v, str):
+            lines.append(f'{k} = "{v}"')
+        elif isinstance(v, bool):
+            lines.append(f"{k} = {'true' if v else 'false'}")
+        elif isinstance(v, list):
+            lines.append(f"{k} = [{', '.join(repr(x).replace(chr(39), chr(34)) for x in v)}]")
+        else:
+            lines.append(f"{k} = {v}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _without_config(ds):
+    """A loaded copy without the config attr (it names the store path, which differs)."""
+    out = ds.load().copy()
+    out.attrs = {k: v for k, v in out.attrs.items() if k != "config"}
+    return out
+
+
+@pytest.fixture(scope="module")
+def serial_run(assets, tmp_path_factory):
+    out = tmp_path_factory.mktemp("serial") / "run.zarr"
+    cfg = _toml(_config(assets, out), out.parent / "cfg.toml")
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    return store.open_run(out)
+
+
+def test_full_tiny_run_through_cli(serial_run):
+    ds = serial_run.load()
+    assert set(ds.dims) >= {"model", "sample", "template", "subset"}
+    assert (ds.status.values == store.DONE).all()
+    assert list(ds.template.values) == ["ips1", "ips2", "ips3", "ips4", "ips5"]
+    for s, n in enumerate(ds.n_vars.values):
+        v = ds.v.values[0, s, :, : 1 << n]
+        a, o = ds.I_and.values[0, s, :, : 1 << n], ds.I_or.values[0, s, :, : 1 << n]
+        np.testing.assert_allclose(reconstruct(a, o), v, atol=1e-9)
+        assert np.isnan(ds.v.values[0, s, :, 1 << n :]).all()
+    assert (ds.matching_error.values < 1e-9).all()
+    # prompts and targets are stored so any value can be re-derived
+    assert ds.prompt.values[0, 0].startswith("Question:")
+    assert ds.target.values[0] in (" A", " B", " C")
+    assert set(ds.prediction.values.ravel()) <= {"A", "B", "C"}
+
+
+def test_stored_values_match_direct_scoring(serial_run, assets):
+    from psens import datasets, models
+
+    ds = serial_run
+    items = {it.id: it for it in datasets.load("arc-challenge", path=assets["data"])}
+    sample = str(ds.sample.values[0])
+    item = items[sample]
+    scorer = models.load(str(assets["model"]), n_max=4, seed=0, progress=False)
+    n = int(ds.n_vars.values[0])
+    assert [str(w) for w in ds.word.values[0, :n]] == [
+        str(v) for v in prompts.variables(item, n_max=4, seed=0)
+    ]
+    assert ds.prompt.values[0, 1] == prompts.render(item, "ips2")
+    direct = scorer.value(item, "ips2", np.arange(1 << n))
+    np.testing.assert_allclose(ds.v.values[0, 0, 1, : 1 << n], direct, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"templtes": "ips5"}, "unknown key 'templtes'.*'templates'"),
+        ({"models": ["no-such-model"]}, "unknown model 'no-such-model'"),
+        ({"templates": ["ips1", "ips9"]}, "unknown template 'ips9'"),
+        ({"dataset": "no-such-dataset"}, "no-such-dataset"),
+        ({"n_vars": 40}, "n_vars"),
+        ({"tau": 1.5}, "tau"),
+        ({"scheduler": "threads"}, "scheduler"),
+    ],
+)
+def test_bad_config_fails_before_loading_a_model(
+    assets, tmp_path, monkeypatch, capsys, change, match
+):
+    import psens.runner
+
+    def boom(*a, **k):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(psens.runner, "_scorer", boom)
+    cfg = _config(assets, tmp_path / "r.zarr")
+    cfg.update(change)
+    assert main(["run", str(_toml(cfg, tmp_path / "c.toml"))]) == 2
+    err = capsys.readouterr().err
+    import re
+
+    assert re.search(match, err), err
+    assert not (tmp_path / "r.zarr").exists()
+
+
+def test_missing_dataset_file(assets, tmp_path, capsys):
+    cfg = _config(assets, tmp_path / "r.zarr", dataset_path=str(tmp_path / "nope.jsonl"))
+    assert main(["run", str(_toml(cfg, tmp_path / "c.toml"))]) == 2
+    assert "nope.jsonl" in capsys.readouterr().err
+
+
+def test_resume_after_sigkill_is_identical(assets, tmp_path, serial_run):
+    out = tmp_path / "run.zarr"
+    cfg = _toml(_config(assets, out), tmp_path / "cfg.toml")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "psens.cli", "run", str(cfg), "--no-progress"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline:
+            time.sleep(0.3)
+            if out.exists():
+                try:
+                    done = (store.open_run(out).status.values == store.DONE).sum()
+                except ValueError:
+                    continue
+                if done >= 1:
+                    break
+            assert proc.poll() is None, "the run ended before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    partial = store.open_run(out).status.values
+    assert (partial == store.DONE).sum() < partial.size  # it really was interrupted
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    assert_run_equal(_without_config(store.open_run(out)), _without_config(serial_run))
+
+
+def test_existing_store_with_other_config_is_refused(assets, tmp_path, capsys):
+    out = tmp_path / "run.zarr"
+    assert (
+        main(
+            [
+                "run",
+                str(_toml(_config(assets, out, samples=1), tmp_path / "a.toml")),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    cfg = _toml(_config(assets, out, samples=2), tmp_path / "b.toml")
+    assert main(["run", str(cfg), "--no-progress"]) == 2
+    assert "different config" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(600)
+def test_local_cluster_equals_serial(assets, tmp_path, serial_run):
+    pytest.importorskip("distributed")
+    from psens.runner import run
+
+    out = tmp_path / "dask.zarr"
+    ds = run(_config(assets, out, scheduler="local:2"), progress=False, quiet=True)
+    assert_run_equal(_without_config(ds), _without_config(serial_run))
+
+
+def test_failed_block_is_recorded_and_retried(assets, tmp_path, monkeypatch):
+    import psens.runner
+    from psens.runner import run
+
+    real = psens.runner.compute_block
+    calls = {"n": 0}
+
+    def flaky(scorer, plan, sample):
+        calls["n"] += 1
+        if sample == 1:
+            raise RuntimeError("model server went away")
+        return real(scorer, plan, sample)
+
+    monkeypatch.setattr(psens.runner, "compute_block", flaky)
+    out = tmp_path / "r.zarr"
+    ds = run(_config(assets, out), progress=False, quiet=True)
+    assert ds.status.values.tolist() == [[store.DONE, store.FAILED, store.DONE]]
+    assert "model server went away" in str(ds.error.values[0, 1])
+    assert np.isnan(ds.v.values[0, 1]).all()  # never a wrong answer
+    monkeypatch.setattr(psens.runner, "compute_block", real)
+    ds = run(_config(assets, out), progress=False, quiet=True)
+    assert (ds.status.values == store.DONE).all()
