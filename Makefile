@@ -44,6 +44,10 @@ test-integration: $(STAMP)
 	$(PY) -c "import llama_cpp.server" 2>/dev/null || CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install --quiet "llama-cpp-python[server]==0.3.36"
 	$(PY) -m pytest -q -m integration --timeout=900
 
+# JupyterLab + headless Chromium (Debian's chromium, installed with apt when missing).
+test-browser: $(STAMP)
+	bash scripts/test_browser.sh
+
 bench: $(STAMP)
 	$(PY) scripts/bench.py
 

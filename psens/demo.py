@@ -1,46 +1,52 @@
-"""`make demo`: the main job.
+"""`make demo`: the main job, offline.
 
-Until the run pipeline lands this runs a small synthetic interaction demo: games for
-five prompt templates of a few samples, their AND-OR decomposition and the IPS by order.
+Runs the embedded default: the offline SmolLM2-135M-Instruct, six ARC-Challenge items from
+the offline copy, the paper's five templates, n = 5 input variables, τ = 0.1, the exact
+AND-OR solver. Writes the store (``runs/demo.zarr``), an HTML report (``runs/demo.html``)
+and prints the summary. A second call resumes (and finishes at once). Scale up by editing
+the config: more ``samples``, a larger ``n_vars``, hub ``models``, ``device = "cuda"``,
+``scheduler = "local:N"``.
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 import time
 
-import numpy as np
-
-from psens.interactions import and_or, reconstruct
-from psens.ips import aggregate, ips
-
-
-def synthetic_games(n_samples: int = 8, n_templates: int = 5, n: int = 8, seed: int = 0):
-    """Sparse games (a few AND and OR effects) shared across templates, plus template noise."""
-    rng = np.random.default_rng(seed)
-    size = 1 << n
-    t = np.arange(size)
-    v = np.zeros((n_samples, n_templates, size))
-    for s in range(n_samples):
-        effects = [(int(rng.integers(1, size)), rng.normal(0, 2)) for _ in range(6)]
-        for k in range(n_templates):
-            for mask, w in effects:
-                w_k = w * (1 + 0.3 * rng.normal())
-                hit = (t & mask) == mask if rng.random() < 0.5 else (t & mask) != 0
-                v[s, k] += w_k * hit
-    return v
+DEFAULT_CONFIG = {
+    "store": "runs/demo.zarr",
+    "models": ["smollm2-135m-instruct"],
+    "dataset": "arc-challenge",
+    "split": "validation",
+    "samples": 6,
+    "templates": "ips5",
+    "n_vars": 5,
+    "tau": 0.1,
+    "solver": "exact",
+    "seed": 0,
+}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", default=DEFAULT_CONFIG["store"])
+    parser.add_argument("--report", default="runs/demo.html")
+    parser.add_argument("--samples", type=int, default=DEFAULT_CONFIG["samples"])
+    parser.add_argument("--n-vars", type=int, default=DEFAULT_CONFIG["n_vars"])
+    parser.add_argument("--overwrite", action="store_true")
+    args = parser.parse_args(argv)
+
+    from psens.report import write_report
+    from psens.runner import run, summarize
+
     start = time.perf_counter()
-    v = synthetic_games()
-    res = and_or(v, "sgd", steps=2000, lr=1e-3)
-    err = np.abs(reconstruct(res.I_and, res.I_or) - v).max()
-    print(f"decomposed {v.shape[0] * v.shape[1]} games of n=8; universal matching error {err:.1e}")
-    for order in (None, "low", "mid", "high"):
-        mean, skipped = aggregate(ips(res.I_and, res.I_or, tau=0.1, order=order))
-        print(f"IPS {order or 'all':>4}: {mean:.3f}  (samples skipped: {skipped})")
-    print(f"done in {time.perf_counter() - start:.1f} s")
+    cfg = {**DEFAULT_CONFIG, "store": args.store, "samples": args.samples, "n_vars": args.n_vars}
+    ds = run(cfg, overwrite=args.overwrite)
+    report = write_report(ds, args.report, summarize(ds, wall=time.perf_counter() - start))
+    print(f"store: {args.store}\nreport: {report}", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

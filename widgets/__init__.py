@@ -1,1 +1,41 @@
-"""Reusable ipywidgets + altair components (imported as psens.widgets)."""
+"""Reusable ipywidgets + altair components for psens runs (imported as ``psens.widgets``).
+
+Each widget is built from one run Dataset (or a slice of one) and displays itself::
+
+    w = psens.widgets.OrderIPS(ds)
+    w
+
+Widgets are traitlets objects: set ``w.tau = 0.2`` (or move the slider) and the chart
+updates in place. ``w.on_select(cb)`` is called with the models clicked on the chart;
+:func:`link_models` lets one widget's pick drive another's models. The pure chart builders
+are in :mod:`psens.widgets.charts`, the tables behind them in ``psens.widgets._data``.
+"""
+
+from . import charts
+from ._base import EMBED_OPTIONS, ChartWidget, enable_offline, link_models
+from ._data import subset_label, subset_words
+from .case_study import CaseStudy
+from .classes import InteractionClasses
+from .factor_compare import FactorCompare
+from .notebook import load_run, registry_models
+from .order_ips import OrderIPS
+from .sparsity import Sparsity
+
+__all__ = [
+    "EMBED_OPTIONS",
+    # widgets
+    "CaseStudy",
+    "ChartWidget",
+    "FactorCompare",
+    "InteractionClasses",
+    "OrderIPS",
+    "Sparsity",
+    # helpers
+    "charts",
+    "enable_offline",
+    "link_models",
+    "load_run",
+    "registry_models",
+    "subset_label",
+    "subset_words",
+]

@@ -1,0 +1,226 @@
+r"""Uncertainty and agreement statistics for the factor analyses (vectorised, seeded).
+
+Methods (stated once here, referred to by every comparison):
+
+* **Bootstrap CI of an IPS figure** (the mean over samples of per-sample IPS, NaN skipped):
+  percentile bootstrap over samples. One matrix of multinomial resample counts
+  ``W[b, s]`` (how often sample ``s`` is drawn in resample ``b``) is drawn for all figures
+  of a call, so every figure (and every difference or ratio of figures) is resampled on
+  the same samples; resampled means are ``W @ x / W @ valid``: no loop over resamples.
+* **Paired test of A vs B**: two-sided sign-flip permutation test on the per-sample
+  differences :math:`d_s = x^A_s - x^B_s` over the samples where both are defined
+  (exchanging A and B within a sample under the null); statistic :math:`\bar d`;
+  :math:`p = (1 + \#\{|\bar d^*| \ge |\bar d|\})/(1 + P)`. One ``±1`` matrix ``S[p, s]`` is
+  drawn per call, so a group statistic (mean over pairs of :math:`\bar d_k / \bar x^B_k`, the
+  paper's mean ΔIPS) is tested with the same flips applied to all pairs of a sample.
+* **CI of a difference / relative change**: the same paired bootstrap, on
+  :math:`\bar x^A - \bar x^B` and :math:`(\bar x^A - \bar x^B)/\bar x^B`.
+
+Agreement of model rankings (appendix F.8, table 2): Spearman ρ (Pearson r of average
+ranks), Pearson r, Kendall τ-b (from sign matrices), RMSE of ranks and top-k overlap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from psens._validation import check_in_interval, check_positive_int, fail
+
+__all__ = [
+    "bootstrap_means",
+    "kendall_matrix",
+    "paired_test",
+    "percentile_ci",
+    "rank_agreement",
+    "rankdata",
+    "resample_counts",
+    "sign_flips",
+]
+
+
+def _rng(seed: Any) -> np.random.Generator:
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def resample_counts(n: int, n_boot: int, seed: Any = 0) -> np.ndarray:
+    """Bootstrap resample counts ``W[b, s]``: each row sums to ``n`` (multinomial draw).
+
+    Equivalent to drawing an index matrix ``rng.integers(0, n, (n_boot, n))`` and counting,
+    without the ``n_boot × n`` index matrix.
+    """
+    check_positive_int(n_boot, "resample_counts", "n_boot")
+    if n < 1:
+        fail("resample_counts", "there are no samples", "Pass a run with at least one sample")
+    return _rng(seed).multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(float)
+
+
+def sign_flips(n: int, n_perm: int, seed: Any = 0) -> np.ndarray:
+    """Random ``±1`` matrix ``S[p, s]`` for the paired sign-flip permutation test."""
+    check_positive_int(n_perm, "sign_flips", "n_perm")
+    return np.where(_rng(seed).random((n_perm, n)) < 0.5, -1.0, 1.0)
+
+
+def bootstrap_means(x: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Resampled NaN-skipping means over the last axis: ``[n_boot, ...]``.
+
+    ``x`` is ``[..., n]``; ``counts`` from :func:`resample_counts` (``[n_boot, n]``).
+    A resample with no defined value is NaN.
+    """
+    x = np.asarray(x, dtype=float)
+    valid = np.isfinite(x)
+    num = np.tensordot(counts, np.where(valid, x, 0.0), axes=([1], [-1]))
+    den = np.tensordot(counts, valid.astype(float), axes=([1], [-1]))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.maximum(den, 1e-300), np.nan)
+
+
+def percentile_ci(boot: np.ndarray, ci: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval of bootstrap draws along axis 0 (NaN draws skipped)."""
+    check_in_interval(ci, "percentile_ci", "ci", 0.0, 1.0)
+    alpha = (1.0 - ci) / 2
+    b = np.asarray(boot, dtype=float)
+    if b.shape[0] == 0:
+        nan = np.full(b.shape[1:], np.nan)
+        return nan, nan.copy()
+    all_nan = np.isnan(b).all(axis=0)
+    filled = np.where(all_nan, 0.0, b)
+    lo = np.nanquantile(filled, alpha, axis=0)
+    hi = np.nanquantile(filled, 1.0 - alpha, axis=0)
+    return np.where(all_nan, np.nan, lo), np.where(all_nan, np.nan, hi)
+
+
+def paired_test(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    n_boot: int = 1000,
+    n_perm: int = 2000,
+    ci: float = 0.95,
+    seed: Any = 0,
+) -> dict[str, np.ndarray]:
+    r"""Paired comparison of per-sample values ``a`` and ``b`` (``[..., n]``, NaN = undefined).
+
+    Uses the samples where both are defined. Returns arrays over the leading axes:
+    ``mean_a, mean_b, diff`` (:math:`\bar a - \bar b`), ``rel`` (:math:`(\bar a-\bar b)/\bar b`),
+    their bootstrap CIs ``diff_lo/diff_hi/rel_lo/rel_hi``, the sign-flip permutation
+    ``p_value`` and ``n`` (paired samples). See the module docstring for the methods.
+
+    Examples
+    --------
+    >>> r = paired_test(np.full(20, 1.0), np.full(20, 2.0), n_perm=99)
+    >>> float(r["rel"]), float(r["p_value"])
+    (-0.5, 0.01)
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape:
+        fail("paired_test", f"a has shape {a.shape}, b {b.shape}", "Pass arrays of one shape")
+    n = a.shape[-1]
+    rng = _rng(seed)
+    counts = resample_counts(n, n_boot, rng)
+    flips = sign_flips(n, n_perm, rng)
+    both = np.isfinite(a) & np.isfinite(b)
+    aa, bb = np.where(both, a, np.nan), np.where(both, b, np.nan)
+    out = _paired_core(aa, bb, counts, flips, ci)
+    return out
+
+
+def _paired_core(a, b, counts, flips, ci) -> dict[str, np.ndarray]:
+    """Core of :func:`paired_test` with pre-drawn counts/flips; a, b NaN where unpaired."""
+    valid = np.isfinite(a)
+    k = valid.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_a = np.where(k > 0, np.nansum(a, axis=-1) / np.maximum(k, 1), np.nan)
+        mean_b = np.where(k > 0, np.nansum(b, axis=-1) / np.maximum(k, 1), np.nan)
+        d = np.where(valid, a - b, 0.0)
+        diff = mean_a - mean_b
+        rel = diff / mean_b
+        ba, bb = bootstrap_means(a, counts), bootstrap_means(b, counts)
+        diff_lo, diff_hi = percentile_ci(ba - bb, ci)
+        rel_lo, rel_hi = percentile_ci((ba - bb) / bb, ci)
+        perm = np.tensordot(flips, d, axes=([1], [-1])) / np.maximum(k, 1)  # [P, ...]
+    obs = np.abs(np.where(k > 0, d.sum(axis=-1) / np.maximum(k, 1), np.nan))
+    tol = 1e-12 * np.maximum(1.0, obs)
+    hits = (np.abs(perm) >= obs - tol).sum(axis=0)
+    p = np.where(k > 0, (1.0 + hits) / (1.0 + flips.shape[0]), np.nan)
+    return {
+        "mean_a": mean_a,
+        "mean_b": mean_b,
+        "diff": diff,
+        "diff_lo": diff_lo,
+        "diff_hi": diff_hi,
+        "rel": rel,
+        "rel_lo": rel_lo,
+        "rel_hi": rel_hi,
+        "p_value": p,
+        "n": k,
+        "_boot_a": ba,
+        "_boot_b": bb,
+        "_perm": perm,
+        "_d_mean": np.where(k > 0, d.sum(axis=-1) / np.maximum(k, 1), np.nan),
+    }
+
+
+# ----------------------------------------------------------------------------- rankings
+
+
+def rankdata(x: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Average ranks (1 = smallest) along ``axis``, ties sharing their mean rank (as scipy)."""
+    from scipy.stats import rankdata as _rank
+
+    return _rank(np.asarray(x, dtype=float), method="average", axis=axis)
+
+
+def _corr_columns(x: np.ndarray) -> np.ndarray:
+    """Pearson correlation between the columns of ``x`` (``[n, k]`` -> ``[k, k]``)."""
+    xc = x - x.mean(axis=0, keepdims=True)
+    norm = np.sqrt((xc**2).sum(axis=0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (xc.T @ xc) / np.outer(norm, norm)
+
+
+def kendall_matrix(x: np.ndarray) -> np.ndarray:
+    r"""Kendall τ-b between all columns of ``x`` (``[n, k]`` -> ``[k, k]``).
+
+    With :math:`s_{ij} = \mathrm{sgn}(x_i - x_j)` over item pairs ``i < j`` of one column,
+    :math:`\tau_b(u, v) = \sum s^u s^v / \sqrt{\sum (s^u)^2 \sum (s^v)^2}` (ties give 0).
+    """
+    x = np.asarray(x, dtype=float)
+    i, j = np.triu_indices(x.shape[0], k=1)
+    s = np.sign(x[i] - x[j])  # [pairs, k]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        norm = np.sqrt((s**2).sum(axis=0))
+        return (s.T @ s) / np.outer(norm, norm)
+
+
+def rank_agreement(values: np.ndarray, *, top_k: int = 10) -> dict[str, np.ndarray]:
+    """Agreement of model rankings between settings (columns) of ``values[model, setting]``.
+
+    Rank 1 is the lowest value (for IPS: the most stable model). Returns ``[k, k]``
+    matrices ``spearman``, ``pearson``, ``kendall``, ``rmse`` (root mean squared difference
+    of ranks) and ``top_k`` (share of the ``top_k`` lowest models shared), and the ``ranks``.
+    """
+    x = np.asarray(values, dtype=float)
+    if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 2:
+        fail(
+            "rank_agreement",
+            f"values have shape {x.shape}",
+            "Pass [model, setting] with at least two models and two settings",
+        )
+    if not np.isfinite(x).all():
+        fail("rank_agreement", "values contain NaN", "Drop models with undefined IPS first")
+    ranks = rankdata(x, axis=0)
+    k = min(int(top_k), x.shape[0])
+    order = np.argsort(x, axis=0, kind="stable")[:k]  # [k, settings]
+    member = np.zeros(x.shape, dtype=float)
+    np.put_along_axis(member, order, 1.0, axis=0)
+    diff2 = ((ranks[:, :, None] - ranks[:, None, :]) ** 2).mean(axis=0)
+    return {
+        "spearman": _corr_columns(ranks),
+        "pearson": _corr_columns(x),
+        "kendall": kendall_matrix(x),
+        "rmse": np.sqrt(diff2),
+        "top_k": (member.T @ member) / k,
+        "ranks": ranks,
+    }

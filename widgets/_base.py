@@ -1,0 +1,225 @@
+"""The widget pattern: a traitlets state object, a pure state → chart function, one chart.
+
+A :class:`ChartWidget` holds the run Dataset it was built from and a few traits (the
+state: τ, models, sample, ...). Each control (an ipywidget) is linked both ways to one
+trait, so setting ``w.tau = 0.2`` moves the slider and moving the slider sets ``w.tau``.
+On every state change the widget recomputes its small tables and assigns the chart built
+from them to its one long-lived ``alt.JupyterChart`` (the widget itself is never
+re-created, so the ~0.9 MB offline JavaScript is sent once). Clicking a model on a chart
+is a point selection that Python reads back; :meth:`ChartWidget.on_select` registers
+callbacks on it and :func:`link_models` lets one widget's pick drive another's models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import altair as alt
+import ipywidgets
+import traitlets
+
+from psens._validation import fail
+
+from .charts import PICK
+
+__all__ = ["EMBED_OPTIONS", "ChartWidget", "check_run", "enable_offline", "link_models"]
+
+#: SVG so charts are crisp and inspectable; the actions menu keeps only image export.
+EMBED_OPTIONS: dict[str, Any] = {
+    "renderer": "svg",
+    "actions": {"export": True, "source": False, "compiled": False, "editor": False},
+}
+
+
+def enable_offline() -> None:
+    """Make every ``alt.JupyterChart`` load Vega from the bundle in ``vl-convert-python``.
+
+    Altair's default loads Vega from a CDN, which leaves charts blank offline; this is the
+    documented switch (``JupyterChart.enable_offline``). Idempotent.
+    """
+    try:
+        alt.JupyterChart.enable_offline(True)
+    except ImportError as exc:  # vl-convert missing
+        fail(
+            "psens.widgets",
+            f"offline charts need vl-convert-python ({exc})",
+            "pip install 'psens[widgets]'",
+            ImportError,
+        )
+
+
+def _size(control: ipywidgets.Widget) -> None:
+    """Compact, uniform control sizes so a row of them wraps instead of scrolling."""
+    style = getattr(control, "style", None)
+    if style is not None and hasattr(style, "description_width"):
+        style.description_width = "initial"
+    if isinstance(control, ipywidgets.ToggleButtons):
+        style.button_width = "auto"
+        return
+    width = (
+        "260px" if isinstance(control, ipywidgets.FloatSlider | ipywidgets.IntSlider) else "220px"
+    )
+    control.layout.width = width
+    control.layout.margin = "2px 12px 2px 0"
+
+
+def check_run(ds, where: str) -> None:
+    """Refuse anything but a run Dataset (or a slice keeping the run's dims)."""
+    missing = [k for k in ("I_and", "I_or") if k not in getattr(ds, "data_vars", {})]
+    if missing:
+        fail(
+            where,
+            f"the object has no {missing} variables (got {type(ds).__name__})",
+            "Pass a psens run Dataset (psens.store.open_run or psens.testing.synthetic_run)",
+            TypeError,
+        )
+    need = {"model", "sample", "template", "subset"}
+    if not need <= set(ds.dims):
+        fail(
+            where,
+            f"the Dataset lacks the dims {sorted(need - set(ds.dims))}",
+            "Slice a run with isel/sel keeping lists (ds.isel(model=[0, 1])), not scalars",
+        )
+
+
+class ChartWidget(traitlets.HasTraits):
+    """Base class: subclasses declare traits, controls, ``_compute`` and ``_chart``.
+
+    Attributes
+    ----------
+    ds : xarray.Dataset
+        The run (or slice) the widget shows.
+    controls : dict of str to ipywidgets.Widget
+        One control per state trait, linked both ways.
+    jchart : altair.JupyterChart
+        The one chart widget; ``jchart.chart`` is replaced in place on each change.
+    tables : dict of str to pandas.DataFrame
+        The data currently shown.
+    ui : ipywidgets.VBox
+        Controls, chart and a status line; what a notebook displays.
+    """
+
+    #: traits whose change recomputes the chart
+    _state: ClassVar[tuple[str, ...]] = ()
+    #: trait read back from a chart click (list of model names)
+    selected = traitlets.List(traitlets.Unicode(), help="models picked on the chart")
+
+    def __init__(self, ds, **state: Any) -> None:
+        check_run(ds, type(self).__name__)
+        self.ds = ds
+        self.model_names: list[str] = [str(m) for m in ds["model"].values]
+        self._callbacks: list[Callable[[list[str]], Any]] = []
+        self._watched: Any = None
+        super().__init__(**state)
+        enable_offline()
+        self.controls: dict[str, ipywidgets.Widget] = self._controls()
+        for name, control in self.controls.items():
+            ipywidgets.link((control, "value"), (self, name))
+        self.status = ipywidgets.HTML()
+        self.tables: dict[str, Any] = {}
+        self.jchart = alt.JupyterChart(self._render(), embed_options=EMBED_OPTIONS)
+        self._watch_selection()
+        self.observe(self._on_state, names=list(self._state))
+        for control in self.controls.values():
+            _size(control)
+        wrap = ipywidgets.Layout(flex_flow="row wrap", align_items="flex-start")
+        rows = [ipywidgets.Box(list(self.controls.values()), layout=wrap)] if self.controls else []
+        self.ui = ipywidgets.VBox([*rows, self.jchart, self.status])
+
+    # -- to implement ---------------------------------------------------------------
+    def _controls(self) -> dict[str, ipywidgets.Widget]:
+        return {}
+
+    def _compute(self) -> dict[str, Any]:
+        """The tables for the current state."""
+        raise NotImplementedError
+
+    def _chart(self, tables: dict[str, Any]) -> alt.TopLevelMixin:
+        """The chart for the current state and tables (pure)."""
+        raise NotImplementedError
+
+    def _summary(self, tables: dict[str, Any]) -> str:
+        return ""
+
+    # -- machinery ------------------------------------------------------------------
+    def chart(self) -> alt.TopLevelMixin:
+        """The chart for the current state (a new ``alt.Chart`` value; nothing displayed)."""
+        return self._chart(self._compute())
+
+    def _render(self) -> alt.TopLevelMixin:
+        self.tables = self._compute()
+        self.status.value = f"<small>{self._summary(self.tables)}</small>"
+        return self._chart(self.tables)
+
+    def refresh(self) -> None:
+        """Recompute the tables and update the chart in place."""
+        self.jchart.chart = self._render()
+        self._watch_selection()
+
+    def _on_state(self, change: dict) -> None:
+        self.refresh()
+
+    def _watch_selection(self) -> None:
+        # JupyterChart builds a new `selections` object whenever its chart changes
+        selections = self.jchart.selections
+        if selections is self._watched:
+            return
+        if PICK in selections.trait_names():
+            selections.observe(self._on_pick, names=PICK)
+        self._watched = selections
+        if self.selected:
+            self.selected = []
+
+    def _on_pick(self, change: dict) -> None:
+        value = getattr(change["new"], "value", None) or []
+        picked = [str(v["model"]) for v in value if isinstance(v, dict) and "model" in v]
+        self.selected = picked
+        for cb in list(self._callbacks):
+            cb(picked)
+
+    def on_select(self, callback: Callable[[list[str]], Any], remove: bool = False) -> None:
+        """Call ``callback(models)`` when models are picked on the chart (click; shift-click
+        adds; an empty list when the pick is cleared). ``remove=True`` unregisters it."""
+        if remove:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+        elif callback not in self._callbacks:
+            self._callbacks.append(callback)
+
+    def _repr_mimebundle_(self, **kwargs: Any):
+        return self.ui._repr_mimebundle_(**kwargs)
+
+    # -- helpers for subclasses -------------------------------------------------------
+    def _check_models(self, models: Sequence[str], where: str) -> list[str]:
+        bad = [m for m in models if m not in self.model_names]
+        if bad:
+            fail(where, f"unknown models {bad}", f"Use names from {self.model_names}")
+        return list(models)
+
+    def _models_control(self, description: str = "models") -> ipywidgets.SelectMultiple:
+        return ipywidgets.SelectMultiple(
+            options=self.model_names,
+            value=tuple(self.models),
+            rows=min(6, len(self.model_names)),
+            description=description,
+        )
+
+
+def link_models(source: ChartWidget, *targets: ChartWidget) -> Callable[[list[str]], None]:
+    """Let models picked on ``source`` drive the ``models`` (or ``model``) of ``targets``.
+
+    An empty pick restores all models. Returns the callback (``source.on_select(cb,
+    remove=True)`` undoes the link).
+    """
+
+    def forward(picked: list[str]) -> None:
+        for target in targets:
+            if target.has_trait("models"):
+                names = [m for m in picked if m in target.model_names]
+                target.models = names or list(target.model_names)
+            elif target.has_trait("model") and picked and picked[0] in target.model_names:
+                target.model = picked[0]
+
+    source.on_select(forward)
+    return forward

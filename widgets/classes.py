@@ -1,0 +1,148 @@
+"""InteractionClasses: stable and unstable salient interactions (paper §3.3, fig. 3b)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import altair as alt
+import ipywidgets
+import traitlets
+
+from psens._validation import check_in_interval, fail
+
+from ._base import ChartWidget, check_run
+from ._data import ORDER_TYPES, class_table
+from .charts import classes_chart
+
+__all__ = ["InteractionClasses"]
+
+
+class InteractionClasses(ChartWidget):
+    """Shares of the three interaction classes per model, split by whether the model's
+    prediction changed between the two templates (fig. 3b).
+
+    Over the union of the salient sets of a template pair: *opposite sign*; *same sign,
+    different effect* (:math:`|b|/|a| > 2` or :math:`< 0.5`); *same sign, similar effect*
+    (:func:`psens.ips.interaction_classes`). Counts are pooled over samples (and over all
+    template pairs when ``pair`` is None) before taking shares.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A psens run or a slice of one.
+    pair : int, optional
+        Index of a template pair on the run's ``pair`` dim (``ds.template_a`` /
+        ``ds.template_b``); None pools all pairs.
+    tau : float, default 0.1
+    order : {"all", "low", "mid", "high"}
+        Restrict to interactions of one order band.
+    models : list of str, optional
+    shot : int, optional
+        For runs with a ``shot`` dim.
+
+    Examples
+    --------
+    >>> import psens.testing, psens.widgets
+    >>> w = psens.widgets.InteractionClasses(psens.testing.synthetic_run(n_samples=3), pair=0)
+    >>> sorted(w.tables["classes"]["group"].unique())
+    ['changed', 'unchanged']
+    """
+
+    tau = traitlets.Float(0.1)
+    models = traitlets.List(traitlets.Unicode())
+    pair = traitlets.Int(None, allow_none=True)
+    order = traitlets.Enum(ORDER_TYPES, default_value="all")
+    shot = traitlets.Int(None, allow_none=True)
+    _state = ("tau", "models", "pair", "order", "shot")
+
+    def __init__(self, ds, *, models: Sequence[str] | None = None, **state: Any) -> None:
+        check_run(ds, type(self).__name__)
+        names = [str(m) for m in ds["model"].values]
+        if "shot" in ds.dims and state.get("shot") is None:
+            state["shot"] = int(ds["shot"].values[0])
+        super().__init__(ds, models=list(models) if models is not None else names, **state)
+
+    @traitlets.validate("tau")
+    def _valid_tau(self, proposal):
+        check_in_interval(proposal["value"], "InteractionClasses", "tau", 0.0, 1.0)
+        return proposal["value"]
+
+    @traitlets.validate("models")
+    def _valid_models(self, proposal):
+        return self._check_models(proposal["value"], "InteractionClasses")
+
+    @traitlets.validate("pair")
+    def _valid_pair(self, proposal):
+        p, n = proposal["value"], self.ds.sizes.get("pair", 0)
+        if p is not None and not 0 <= p < n:
+            fail("InteractionClasses", f"pair={p} is out of range", f"Use 0..{n - 1} or None")
+        return p
+
+    def pair_options(self) -> list[tuple[str, int | None]]:
+        """``(label, value)`` of every template pair, all pairs first."""
+        opts: list[tuple[str, int | None]] = [("all pairs", None)]
+        if "template_a" in self.ds.coords:
+            for k, (a, b) in enumerate(
+                zip(self.ds["template_a"].values, self.ds["template_b"].values, strict=True)
+            ):
+                opts.append((f"{a} vs {b}", k))
+        return opts
+
+    def _controls(self) -> dict[str, ipywidgets.Widget]:
+        out: dict[str, ipywidgets.Widget] = {
+            "pair": ipywidgets.Dropdown(
+                options=self.pair_options(), value=self.pair, description="templates"
+            ),
+            "tau": ipywidgets.FloatSlider(
+                value=self.tau,
+                min=0.01,
+                max=0.5,
+                step=0.01,
+                description="τ",
+                readout_format=".2f",
+                continuous_update=False,
+            ),
+            "order": ipywidgets.Dropdown(
+                options=list(ORDER_TYPES), value=self.order, description="order"
+            ),
+            "models": self._models_control(),
+        }
+        if "shot" in self.ds.dims:
+            shots = [int(s) for s in self.ds["shot"].values]
+            out["shot"] = ipywidgets.Dropdown(options=shots, value=self.shot, description="shots")
+        return out
+
+    def _compute(self) -> dict[str, Any]:
+        table = class_table(
+            self.ds,
+            self.models,
+            tau=self.tau,
+            pair=self.pair,
+            order=None if self.order == "all" else self.order,
+            shot=self.shot,
+        )
+        return {"classes": table}
+
+    def _pair_label(self) -> str:
+        return dict((v, k) for k, v in self.pair_options())[self.pair]
+
+    def _chart(self, tables: dict[str, Any]) -> alt.TopLevelMixin:
+        title = f"Salient interaction classes ({self._pair_label()}, τ = {self.tau:.2f})"
+        if self.order != "all":
+            title += f", {self.order}-order"
+        return classes_chart(tables["classes"], title=title)
+
+    def _summary(self, tables: dict[str, Any]) -> str:
+        t = tables["classes"]
+        if t.empty:
+            return "no model selected"
+        parts = []
+        for group in ("changed", "unchanged"):
+            rows = t[t["group"] == group]
+            tot = rows.groupby("label", sort=False)["count"].sum()
+            share = tot / tot.sum() if tot.sum() else tot * 0
+            unstable = 1 - share.get("same sign, similar effect", 0.0)
+            n_pairs = rows.drop_duplicates("model")["n_pairs"].sum()
+            parts.append(f"output {group}: {n_pairs} pairs, {unstable:.0%} unstable")
+        return "pooled over the models shown — " + "; ".join(parts)

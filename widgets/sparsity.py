@@ -1,0 +1,175 @@
+"""Sparsity: sorted interaction strengths and the top-k matching error (fig. 2)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import altair as alt
+import ipywidgets
+import pandas as pd
+import traitlets
+
+from psens._validation import check_in_interval, fail
+
+from ._base import ChartWidget, check_run
+from ._data import matching_curve, matching_error_table, sparsity_table
+from .charts import sparsity_chart
+
+__all__ = ["Sparsity"]
+
+
+class Sparsity(ChartWidget):
+    """Sparsity and faithfulness of the interactions (paper §3.2, fig. 2).
+
+    Three panels: (a) the normalised :math:`|\\tilde I(S)|` of one sample and template,
+    sorted descending, one line per model (few are salient); (b) for ``model``, the output
+    :math:`v(x_T)` on all :math:`2^n` masked inputs sorted ascending (red) against the
+    logical model that keeps the bias and only the top ``fraction`` of interactions (blue);
+    (c) that matching error averaged over every game of each model, against the fraction
+    kept (scaled by :math:`|v(N) - v(\\emptyset)|`).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A psens run or a slice of one.
+    model, sample, template : str, optional
+        The game of panel (b) (and the sample/template of panel a). Default: the first.
+    models : list of str, optional
+        Models drawn in panels (a) and (c).
+    fraction : float, default 0.05
+        Fraction of the :math:`2(2^n-1)` interactions kept in panel (b).
+    tau : float, default 0.1
+        Drawn as the salience line in panel (a).
+    shot : int, optional
+        For runs with a ``shot`` dim.
+
+    Examples
+    --------
+    >>> import psens.testing, psens.widgets
+    >>> w = psens.widgets.Sparsity(psens.testing.synthetic_run(n_samples=3), fraction=1.0)
+    >>> float(w.tables["matching"]["error"].max()) < 1e-9  # all interactions: exact
+    True
+    """
+
+    model = traitlets.Unicode()
+    sample = traitlets.Unicode()
+    template = traitlets.Unicode()
+    models = traitlets.List(traitlets.Unicode())
+    fraction = traitlets.Float(0.05)
+    tau = traitlets.Float(0.1)
+    shot = traitlets.Int(None, allow_none=True)
+    _state = ("model", "sample", "template", "models", "fraction", "tau", "shot")
+
+    def __init__(self, ds, *, models: Sequence[str] | None = None, **state: Any) -> None:
+        check_run(ds, type(self).__name__)
+        names = [str(m) for m in ds["model"].values]
+        self.samples = [str(s) for s in ds["sample"].values]
+        self.templates = [str(t) for t in ds["template"].values]
+        state.setdefault("model", names[0])
+        state.setdefault("sample", self.samples[0])
+        state.setdefault("template", self.templates[0])
+        if "shot" in ds.dims and state.get("shot") is None:
+            state["shot"] = int(ds["shot"].values[0])
+        self._errors: dict[tuple[str, Any], pd.DataFrame] = {}
+        super().__init__(ds, models=list(models) if models is not None else names[:8], **state)
+
+    def _one_of(self, name: str, value: str, options: list[str]) -> str:
+        if value not in options:
+            fail("Sparsity", f"{name}={value!r} is not in the run", f"Use one of {options[:8]}")
+        return value
+
+    @traitlets.validate("model")
+    def _valid_model(self, proposal):
+        return self._one_of("model", proposal["value"], self.model_names)
+
+    @traitlets.validate("sample")
+    def _valid_sample(self, proposal):
+        return self._one_of("sample", proposal["value"], self.samples)
+
+    @traitlets.validate("template")
+    def _valid_template(self, proposal):
+        return self._one_of("template", proposal["value"], self.templates)
+
+    @traitlets.validate("models")
+    def _valid_models(self, proposal):
+        return self._check_models(proposal["value"], "Sparsity")
+
+    @traitlets.validate("fraction")
+    def _valid_fraction(self, proposal):
+        check_in_interval(proposal["value"], "Sparsity", "fraction", 0.0, 1.0, closed="right")
+        return proposal["value"]
+
+    @traitlets.validate("tau")
+    def _valid_tau(self, proposal):
+        check_in_interval(proposal["value"], "Sparsity", "tau", 0.0, 1.0)
+        return proposal["value"]
+
+    def _controls(self) -> dict[str, ipywidgets.Widget]:
+        out: dict[str, ipywidgets.Widget] = {
+            "model": ipywidgets.Dropdown(
+                options=self.model_names, value=self.model, description="model (b)"
+            ),
+            "sample": ipywidgets.Dropdown(
+                options=self.samples, value=self.sample, description="sample"
+            ),
+            "template": ipywidgets.Dropdown(
+                options=self.templates, value=self.template, description="template"
+            ),
+            "fraction": ipywidgets.FloatSlider(
+                value=self.fraction,
+                min=0.01,
+                max=1.0,
+                step=0.01,
+                description="top",
+                readout_format=".0%",
+                continuous_update=False,
+            ),
+            "models": self._models_control("models (a, c)"),
+        }
+        if "shot" in self.ds.dims:
+            shots = [int(s) for s in self.ds["shot"].values]
+            out["shot"] = ipywidgets.Dropdown(options=shots, value=self.shot, description="shots")
+        return out
+
+    def _error_rows(self) -> pd.DataFrame:
+        frames = []
+        for model in self.models:
+            key = (model, self.shot)
+            if key not in self._errors:
+                self._errors[key] = matching_error_table(self.ds, [model], shot=self.shot)
+            frames.append(self._errors[key])
+        cols = ["model", "fraction", "error", "relative", "n_games"]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+
+    def _compute(self) -> dict[str, Any]:
+        return {
+            "curve": sparsity_table(self.ds, self.models, self.sample, self.template, self.shot),
+            "matching": matching_curve(
+                self.ds, self.model, self.sample, self.template, self.fraction, self.shot
+            ),
+            "errors": self._error_rows(),
+        }
+
+    def _chart(self, tables: dict[str, Any]) -> alt.TopLevelMixin:
+        title = f"Sparsity and universal matching · sample {self.sample}, template {self.template}"
+        return sparsity_chart(
+            tables["curve"],
+            tables["matching"],
+            tables["errors"],
+            tau=self.tau,
+            fraction=self.fraction,
+            title=title,
+        )
+
+    def _summary(self, tables: dict[str, Any]) -> str:
+        curve, m = tables["curve"], tables["matching"]
+        parts = []
+        if not curve.empty:
+            share = curve.groupby("model")["strength"].apply(lambda s: (s > self.tau).mean())
+            parts.append(f"salient (|Ĩ| > {self.tau:.2f}): {share.mean():.1%} of interactions")
+        if not m.empty:
+            parts.append(
+                f"{self.model}: mean |v − φ| with top {self.fraction:.0%} = {m['error'].mean():.4f}"
+            )
+        return "; ".join(parts)
