@@ -128,9 +128,9 @@ def report_chart(ds):
         .mark_bar()
         .encode(
             x=alt.X("share:Q", stack="normalize", title="share", axis=alt.Axis(format="%")),
-            y=alt.Y("output:N", title="output across the pair"),
+            y=alt.Y("output:N", title=None),
             color=alt.Color("class:N", sort=list(ips_mod.CLASSES)),
-            row=alt.Row("model:N", title=None),
+            row=alt.Row("model:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
             tooltip=["model", "output", "class", alt.Tooltip("share:Q", format=".1%")],
         )
         .properties(width=420, height=50)
@@ -155,6 +155,7 @@ def write_report(ds, path: str | os.PathLike, summary: str | None = None) -> Pat
         f"{html.escape(', '.join(map(str, ds['template'].values)))}</p>"
         f"<pre>{html.escape(text)}</pre>"
     )
-    page = page.replace("<body>", "<body>" + head, 1)
+    before, tag, after = page.rpartition("<body>")  # the bundled JS may contain "<body>" too
+    page = before + tag + head + after
     path.write_text(page)
     return path
