@@ -7,7 +7,7 @@ EAS (heuristic vs judge) and DBSA (distribution-based token sensitivity).
 import them lazily and name the extra to install when it is missing.
 """
 
-from psens import datasets, interactions, ips, models, prompts
+from psens import datasets, factors, interactions, ips, models, prompts
 from psens.config import RunConfig, load_config
 from psens.interactions import SolverSettings, and_or, mobius_and, mobius_or, reconstruct
 from psens.runner import run
@@ -21,6 +21,7 @@ __all__ = [
     "__version__",
     "and_or",
     "datasets",
+    "factors",
     "interactions",
     "ips",
     "load_config",
