@@ -47,3 +47,12 @@ def test_public_api_is_explicit():
     assert sorted(psens.__all__) == sorted(set(psens.__all__))
     for name in psens.__all__:
         assert hasattr(psens, name), name
+
+
+def test_every_subpackage_is_packaged():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    listed = set(project["tool"]["setuptools"]["packages"])
+    found = {"psens", "psens.widgets"} | {
+        "psens." + p.parent.name for p in (ROOT / "psens").glob("*/__init__.py")
+    }
+    assert found == listed

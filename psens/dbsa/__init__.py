@@ -1,0 +1,80 @@
+"""DBSA: distribution-based token sensitivity of black-box language models.
+
+Implements Distribution-Based Sensitivity Analysis (seed paper ``003``): every token of a
+prompt is swapped with its nearest neighbours, the model is sampled ``n`` times on the
+original and ``m`` times on each perturbed prompt, responses are embedded, and the output
+distributions are compared with the energy distance and a permutation test.
+
+>>> from psens import dbsa
+>>> ds = dbsa.dbsa(text, sampler, neighbours)      # doctest: +SKIP
+>>> dbsa.top_k(ds, 5)                              # doctest: +SKIP
+>>> dbsa.highlight(ds)                             # doctest: +SKIP
+
+Modules: :mod:`~psens.dbsa.tokens`, :mod:`~psens.dbsa.neighbours`,
+:mod:`~psens.dbsa.sampling`, :mod:`~psens.dbsa.embeddings`, :mod:`~psens.dbsa.distances`,
+:mod:`~psens.dbsa.analysis`, :mod:`~psens.dbsa.highlight`, :mod:`~psens.dbsa.ablations`,
+:mod:`~psens.dbsa.plots` (altair, imported lazily). Nothing here imports torch,
+sentence-transformers or altair at import time.
+"""
+
+from .analysis import analyse, collect, dbsa, resolve_neighbours, select_tokens, top_k
+from .distances import (
+    cross_distances,
+    energy_distance,
+    null_statistics,
+    p_value,
+    pairwise_distances,
+    permutation_indices,
+    permutation_test,
+    permutation_test_1d,
+    permutation_test_from_distances,
+    wasserstein_1d,
+)
+from .embeddings import Embedder, load_embedder
+from .neighbours import (
+    EmbeddingNeighbours,
+    dictionary_neighbours,
+    llm_neighbours,
+    minilm_vocabulary,
+    number_neighbours,
+)
+from .sampling import CachedSampler, ResponseCache, client_sampler, hf_sampler
+from .tokens import Token, perturb, tokenize, unique_tokens
+
+__all__ = [
+    # sampling and embeddings
+    "CachedSampler",
+    "Embedder",
+    "EmbeddingNeighbours",
+    "ResponseCache",
+    # tokens and neighbours
+    "Token",
+    # pipeline
+    "analyse",
+    # statistics
+    "client_sampler",
+    "collect",
+    "cross_distances",
+    "dbsa",
+    "dictionary_neighbours",
+    "energy_distance",
+    "hf_sampler",
+    "llm_neighbours",
+    "load_embedder",
+    "minilm_vocabulary",
+    "null_statistics",
+    "number_neighbours",
+    "p_value",
+    "pairwise_distances",
+    "permutation_indices",
+    "permutation_test",
+    "permutation_test_1d",
+    "permutation_test_from_distances",
+    "perturb",
+    "resolve_neighbours",
+    "select_tokens",
+    "tokenize",
+    "top_k",
+    "unique_tokens",
+    "wasserstein_1d",
+]
