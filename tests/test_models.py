@@ -252,6 +252,7 @@ def test_fast_paths_match_one_at_a_time(scorer):
     rng = np.random.default_rng(1)
     mixed = rng.choice(masks, size=40, replace=True)
     small = models.Scorer(scorer.model, scorer.tokenizer, progress=False, n_max=6, batch_size=7)
+    small.level_overhead = 0  # keep every cut: the deepest prefix tree
     np.testing.assert_allclose(small.value(LONG, "ips1", mixed), ref[mixed], atol=1e-4)
     few = scorer.value(LONG, "ips2", mixed, shots=prompts.PAPER_SHOTS[:2])
     np.testing.assert_allclose(

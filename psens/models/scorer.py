@@ -39,6 +39,7 @@ budget. ``method="prefix"`` only shares the prefix before the first variable;
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -103,6 +104,21 @@ class Prediction:
     confidence: float
     option_probs: dict[str, float]
     hidden: np.ndarray = field(repr=False)
+
+
+def _available_ram() -> float:
+    """Available RAM in bytes (psutil when installed, else sysconf; 4 GiB if unknown)."""
+    try:
+        import psutil
+
+        return float(psutil.virtual_memory().available)
+    except ImportError:
+        import os
+
+        try:
+            return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        except (ValueError, OSError, AttributeError):
+            return 4.0 * 2**30
 
 
 def _log_odds(logp: np.ndarray, clamp: float = CLAMP) -> np.ndarray:
@@ -364,10 +380,38 @@ class Scorer:
             free, _ = torch.cuda.mem_get_info(self.device)
             budget, cap = 0.5 * free, 1024
         else:
-            import psutil
-
-            budget, cap = 0.2 * psutil.virtual_memory().available, 128
+            budget, cap = 0.2 * _available_ram(), 128
         return int(max(1, min(cap, budget // max(per_row, 1))))
+
+    #: Fixed cost of one model call, in token-rows, used to plan the prefix tree.
+    level_overhead = 32
+
+    def _plan(self, rows: np.ndarray, bounds: list[int]) -> list[int]:
+        """Keep the cuts that minimise the planned cost of the prefix-tree walk.
+
+        A level extending the distinct prefixes of length ``b`` from ``a`` costs
+        ``level_overhead + (b - a) * N(b)`` token-rows (``N(b)``: distinct prefixes of
+        length ``b``). Dropping a cut merges two levels: one call fewer, more rows
+        on the first segment. Solved exactly by dynamic programming over the cuts.
+        """
+        pos = [0, *bounds]
+        counts = [1]
+        for b in bounds[:-1]:
+            counts.append(len(np.unique(rows[:, :b], axis=0)))
+        counts.append(len(rows))
+        m = len(pos)
+        best = [0.0] + [np.inf] * (m - 1)
+        prev = [0] * m
+        for j in range(1, m):
+            for i in range(j):
+                c = best[i] + self.level_overhead + (pos[j] - pos[i]) * counts[j]
+                if c < best[j]:
+                    best[j], prev[j] = c, i
+        keep, j = [], m - 1
+        while j > 0:
+            keep.append(pos[j])
+            j = prev[j]
+        return keep[::-1]
 
     def _score_rows(
         self, rows: np.ndarray, cuts: Sequence[int], targets: np.ndarray, bar=None
@@ -377,6 +421,13 @@ class Scorer:
         ``rows`` (R, L) are prompts; ``targets`` (k,) are appended (teacher forcing:
         all but the last), and logits are kept at the last k positions. Returns an
         (R, k) float64 array of log p(target_j | prefix).
+
+        The tree is cut at ``cuts`` (token positions). Level by level, each distinct
+        prefix is extended by one segment in a single batched call, its key/value
+        cache copied from its parent's. When a level would hold more than the
+        memory budget's rows, the frontier is split into groups of parents and each
+        group's subtree is walked on its own (depth first), so upper levels are
+        computed once.
         """
         import torch
 
@@ -386,29 +437,49 @@ class Scorer:
             rows = np.concatenate([rows, tail], axis=1)
         length = rows.shape[1]
         last = length - k  # the last segment must hold the k scored positions
-        bounds = [*sorted({c for c in cuts if 0 < c <= last}), length]
-        order = np.lexsort(rows.T[::-1])
-        rows_sorted = rows[order]
+        bounds = self._plan(rows, [*sorted({c for c in cuts if 0 < c <= last}), length])
         chunk = self._budget_rows(length)
         out = np.empty((len(rows), k), dtype=np.float64)
         tgt = torch.as_tensor(targets, device=self.device)
-        for c0 in range(0, len(rows), chunk):
-            block = rows_sorted[c0 : c0 + chunk]
-            cache = self._new_cache()
-            parent_keys = np.zeros(len(block), dtype=np.int64)  # row -> distinct prefix
-            n_parent = 1
-            start = 0
-            for b in bounds:
+
+        def walk(idx, cache, parent, n_parent, level, start):
+            # idx: original row numbers in this subtree; parent[j]: cache row of idx[j]
+            block = rows[idx]
+            while True:
+                b = bounds[level]
                 if b == length:
-                    uniq_inv = np.arange(len(block))
-                    reps = np.arange(len(block))
+                    reps = np.arange(len(idx))
+                    inv = reps
                 else:
-                    _, reps, uniq_inv = np.unique(
+                    _, reps, inv = np.unique(
                         block[:, :b], axis=0, return_index=True, return_inverse=True
                     )
-                    uniq_inv = uniq_inv.reshape(-1)
-                # parent of each new distinct prefix
-                par = parent_keys[reps]
+                    inv = inv.reshape(-1)
+                if len(reps) > chunk and n_parent > 1:  # split the frontier by parent
+                    groups, cur, size = [], [], 0
+                    children = np.bincount(parent[reps], minlength=n_parent)
+                    for p_ in range(n_parent):
+                        if cur and size + children[p_] > chunk:
+                            groups.append(cur)
+                            cur, size = [], 0
+                        cur.append(p_)
+                        size += children[p_]
+                    groups.append(cur)
+                    for g, members in enumerate(groups):
+                        sel = np.asarray(members)
+                        sub = cache if g == len(groups) - 1 else copy.deepcopy(cache)
+                        sub.batch_select_indices(torch.as_tensor(sel, device=self.device))
+                        inside = np.isin(parent, sel)
+                        walk(
+                            idx[inside],
+                            sub,
+                            np.searchsorted(sel, parent[inside]),
+                            len(sel),
+                            level,
+                            start,
+                        )
+                    return
+                par = parent[reps]
                 identity = n_parent == len(par) and np.array_equal(par, np.arange(n_parent))
                 if cache.get_seq_length() > 0 and not identity:
                     cache.batch_select_indices(torch.as_tensor(par, device=self.device))
@@ -419,13 +490,13 @@ class Scorer:
                     logits = self._forward(seg, cache, keep=k).logits[:, -k:, :].double()
                     logp = torch.log_softmax(logits, dim=-1)
                     got = logp.gather(-1, tgt.view(1, k, 1).expand(len(seg), k, 1))[..., 0]
-                    out[order[c0 : c0 + len(block)]] = got.cpu().numpy()[uniq_inv]
-                parent_keys = uniq_inv
-                n_parent = len(reps)
-                start = b
-            del cache
-            if bar is not None:
-                bar.update(len(block))
+                    out[idx] = got.cpu().numpy()
+                    if bar is not None:
+                        bar.update(len(idx))
+                    return
+                parent, n_parent, level, start = inv, len(reps), level + 1, b
+
+        walk(np.arange(len(rows)), self._new_cache(), np.zeros(len(rows), np.int64), 1, 0, 0)
         return out
 
     def _score_naive(self, rows: list[np.ndarray], targets: np.ndarray) -> np.ndarray:
