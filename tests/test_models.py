@@ -74,23 +74,11 @@ def tok():
 
 @pytest.fixture(scope="session")
 def tiny_model(tok):
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from tests.lm_fixtures import tiny_llama
 
-    torch.manual_seed(0)
-    cfg = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=1024,
-        initializer_range=0.3,
-        bos_token_id=1,
-        eos_token_id=2,
-        pad_token_id=2,
+    return tiny_llama(
+        tok, max_position_embeddings=1024, bos_token_id=1, eos_token_id=2, pad_token_id=2
     )
-    return LlamaForCausalLM(cfg).eval()
 
 
 @pytest.fixture
