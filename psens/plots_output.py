@@ -21,9 +21,13 @@ from psens._validation import fail
 __all__ = [
     "eas_by_task",
     "factor_effects_bars",
+    "instance_key",
     "pss_by_model",
     "pss_by_shot",
+    "pss_by_variant",
     "signed_eas",
+    "template_scores",
+    "variant_disagreement",
     "zone_counts",
     "zones_scatter",
 ]
@@ -57,23 +61,57 @@ def _zone_scale(alt):
     return alt.Scale(domain=list(ZONE_COLORS), range=list(ZONE_COLORS.values()))
 
 
-def zones_scatter(instances: pd.DataFrame, *, thresholds_hj: tuple[float, float] | None = None):
+def instance_key(table: pd.DataFrame) -> pd.Series:
+    """One string key per instance row: ``"<model_name>|<dataset>|<id>"`` (the columns that
+    exist), as used by :func:`zones_scatter` selections and the zone explorer."""
+    cols = [c for c in ("model_name", "dataset", "id") if c in table.columns]
+    if not cols:
+        return pd.Series([str(i) for i in range(len(table))], index=table.index, name="key")
+    key = table[cols[0]].astype(str)
+    for c in cols[1:]:
+        key = key + "|" + table[c].astype(str)
+    return key.rename("key")
+
+
+def zones_scatter(
+    instances: pd.DataFrame,
+    *,
+    thresholds_hj: tuple[float, float] | None = None,
+    select: str | None = None,
+    highlight: str | None = None,
+    title: str = "EAS zones",
+):
     """SensH vs SensJ per instance, coloured by zone, with the two threshold rules.
 
     ``instances`` is the table of :func:`psens.eas.instance_metrics`; the thresholds default to
-    the pooled 75th percentiles of the table (:func:`psens.eas.thresholds`). One data row per
-    instance (columns ``th_h``/``th_j`` hold the thresholds for the rules).
+    the pooled 75th percentiles of the table (:func:`psens.eas.thresholds`; EAS "Four-zone
+    taxonomy": "high" is strictly above). One data row per instance (columns ``th_h``/``th_j``
+    hold the thresholds for the rules; ``key`` is :func:`instance_key`).
+
+    Parameters
+    ----------
+    select
+        Name of a click point selection on ``key`` (a UI can read the picked instances back);
+        None for a static chart.
+    highlight
+        Key of one instance drawn with a black ring (the one shown in a detail view).
     """
     from psens.eas import thresholds, zones
 
     alt = _alt()
     df = _need(instances, ["sens_heuristic", "sens_judge"], "zones_scatter")
-    keep = ["id", "model_name", "dataset", "sens_heuristic", "sens_judge"]
+    keep = ["id", "model_name", "dataset", "task_type", "sens_heuristic", "sens_judge"]
     df = df[[c for c in keep if c in df.columns]].copy()
+    df["key"] = instance_key(df).to_numpy()
     th, tj = thresholds_hj or thresholds(df["sens_heuristic"], df["sens_judge"])
     df["zone"] = zones(df["sens_heuristic"], df["sens_judge"], thresholds_hj=(th, tj)).to_numpy()
     df["th_h"], df["th_j"] = th, tj
+    df["picked"] = df["key"] == highlight
     tips = [c for c in ("id", "model_name", "dataset", "zone") if c in df.columns]
+    tips += [
+        alt.Tooltip("sens_heuristic:Q", format=".3f"),
+        alt.Tooltip("sens_judge:Q", format=".3f"),
+    ]
     points = (
         alt.Chart()
         .mark_circle(opacity=0.5)
@@ -84,9 +122,53 @@ def zones_scatter(instances: pd.DataFrame, *, thresholds_hj: tuple[float, float]
             tooltip=tips,
         )
     )
+    if select is not None:
+        sel = alt.selection_point(name=select, fields=["key"], on="click", empty=False)
+        points = points.add_params(sel).encode(
+            size=alt.condition(sel, alt.value(160), alt.value(50))
+        )
     vrule = alt.Chart().mark_rule(strokeDash=[4, 4]).encode(x="mean(th_h):Q")
     hrule = alt.Chart().mark_rule(strokeDash=[4, 4]).encode(y="mean(th_j):Q")
-    return alt.layer(points, vrule, hrule, data=df).properties(title="EAS zones")
+    layers = [points, vrule, hrule]
+    if highlight is not None and bool(df["picked"].any()):
+        ring = (
+            alt.Chart()
+            .mark_point(size=220, color="black", strokeWidth=2, filled=False)
+            .encode(x="sens_heuristic:Q", y="sens_judge:Q")
+            .transform_filter(alt.datum.picked)
+        )
+        layers.append(ring)
+    return alt.layer(*layers, data=df).properties(title=title)
+
+
+def template_scores(table: pd.DataFrame, *, title: str | None = None):
+    """Per-template heuristic vs judge scores of one instance (EAS "Step 4": the ``h_{i,t}``
+    and ``j_{i,t}`` whose stds are SensH and SensJ).
+
+    ``table`` has columns ``template_id, heuristic, judge`` (one row per template; NaN for a
+    failed call). Drawn as paired points per template; one data row per (template, evaluator).
+    """
+    alt = _alt()
+    df = _need(table, ["template_id", "heuristic", "judge"], "template_scores")
+    long = df.melt(
+        id_vars=["template_id"],
+        value_vars=["heuristic", "judge"],
+        var_name="evaluator",
+        value_name="score",
+    )
+    chart = (
+        alt.Chart(long)
+        .mark_point(filled=True, size=90)
+        .encode(
+            x=alt.X("template_id:N", title="template T{role}{fmt}{prefix}"),
+            y=alt.Y("score:Q", title="score", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("evaluator:N"),
+            shape=alt.Shape("evaluator:N"),
+            xOffset="evaluator:N",
+            tooltip=["template_id", "evaluator", alt.Tooltip("score:Q", format=".3f")],
+        )
+    )
+    return chart.properties(title=title) if title else chart
 
 
 def zone_counts(instances: pd.DataFrame, *, by: str = "model_name"):
@@ -192,33 +274,57 @@ def _pss_frame(pss: Any, where: str) -> pd.DataFrame:
     return pss
 
 
-def pss_by_model(pss: Any, *, model: str = "model", value: str = "pss"):
+def pss_by_model(
+    pss: Any,
+    *,
+    model: str = "model",
+    value: str = "pss",
+    select: str | None = None,
+    title: str | None = None,
+):
     """Bars of dataset PSS per model (ProSA fig. 3/4); ``pss`` is a DataFrame with ``model``
     and ``value`` columns (optional ``ci_lo``/``ci_hi`` add error bars) or a DataArray over a
-    model dim. One data row per model."""
+    model dim. One data row per model. ``select`` names a click point selection on
+    ``model`` (for a UI)."""
     alt = _alt()
     df = _need(_pss_frame(pss, "pss_by_model"), [model, value], "pss_by_model")
+    tips = [model, alt.Tooltip(f"{value}:Q", format=".3f")]
+    tips += [c for c in ("n_used", "n_skipped") if c in df.columns]
     bars = (
         alt.Chart()
         .mark_bar()
         .encode(
             x=alt.X(f"{model}:N", sort="y", title=None),
             y=alt.Y(f"{value}:Q", title="PSS"),
-            tooltip=[model, alt.Tooltip(f"{value}:Q", format=".3f")],
+            tooltip=tips,
         )
     )
+    if select is not None:
+        sel = alt.selection_point(name=select, fields=[model], on="click", empty=True)
+        bars = bars.add_params(sel).encode(
+            opacity=alt.condition(sel, alt.value(1.0), alt.value(0.35))
+        )
     layers = [bars]
     if {"ci_lo", "ci_hi"} <= set(df.columns):
         layers.append(alt.Chart().mark_errorbar().encode(x=f"{model}:N", y="ci_lo:Q", y2="ci_hi:Q"))
-    return alt.layer(*layers, data=df)
+    chart = alt.layer(*layers, data=df)
+    return chart.properties(title=title) if title else chart
 
 
-def pss_by_shot(pss: Any, *, model: str = "model", shot: str = "shot", value: str = "pss"):
+def pss_by_shot(
+    pss: Any,
+    *,
+    model: str = "model",
+    shot: str = "shot",
+    value: str = "pss",
+    select: str | None = None,
+    title: str | None = None,
+):
     """PSS against the number of shots, one line per model (ProSA §3.4 fig. 5). One data row
-    per (model, shot)."""
+    per (model, shot). ``select`` names a click point selection on ``model``."""
     alt = _alt()
     df = _need(_pss_frame(pss, "pss_by_shot"), [model, shot, value], "pss_by_shot")
-    return (
+    chart = (
         alt.Chart(df)
         .mark_line(point=True)
         .encode(
@@ -228,3 +334,93 @@ def pss_by_shot(pss: Any, *, model: str = "model", shot: str = "shot", value: st
             tooltip=[model, shot, alt.Tooltip(f"{value}:Q", format=".3f")],
         )
     )
+    if select is not None:
+        sel = alt.selection_point(name=select, fields=[model], on="click", empty=True)
+        chart = chart.add_params(sel).encode(
+            opacity=alt.condition(sel, alt.value(1.0), alt.value(0.3))
+        )
+    return chart.properties(title=title) if title else chart
+
+
+def variant_disagreement(scores: Any) -> np.ndarray:
+    """Per-variant share of PSS: ``D_p = Σ_{q≠p} |Y(p) − Y(q)| / (m − 1)`` per instance.
+
+    For the ``m`` valid (non-NaN) variants of an instance, the mean over ``p`` of ``D_p`` is
+    exactly ProSA's ``S_i`` (§2.2 eq. 1: every unordered pair is counted twice over ``m(m−1)``
+    ordered pairs), so ``D_p`` splits an instance's sensitivity between its variants: a
+    variant that disagrees with all others has ``D_p = 1`` (binary scores). NaN for a failed
+    variant or an instance with fewer than two valid variants.
+
+    Parameters
+    ----------
+    scores
+        ``(..., instance, variant)`` scores in [0, 1], NaN for failed calls.
+
+    Returns
+    -------
+    Array of the same shape.
+    """
+    a = np.asarray(scores, dtype=float)
+    if a.ndim < 1:
+        fail("variant_disagreement", f"scores have shape {a.shape}", "Pass (..., variant)")
+    valid = ~np.isnan(a)
+    m = valid.sum(axis=-1, keepdims=True)
+    gaps = np.abs(a[..., :, None] - a[..., None, :])  # (..., p, q); NaN where either failed
+    total = np.nansum(gaps, axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = total / (m - 1)
+    return np.where(valid & (m >= 2), out, np.nan)
+
+
+def pss_by_variant(
+    table: pd.DataFrame,
+    *,
+    model: str = "model",
+    variant: str = "variant",
+    value: str = "disagreement",
+    select: str | None = None,
+    title: str | None = None,
+):
+    """Per-variant view of PSS: one line per model over the prompt variants.
+
+    ``table`` has one row per (model, variant) with ``value`` (default the mean
+    :func:`variant_disagreement` ``D_p``, whose mean over variants is the model's PSS; or any
+    per-variant number such as the mean score) and optionally ``style`` (ProSA §3.1 prompt
+    style, used for the tooltip and the point shape) and ``pss`` (drawn as a dashed rule per
+    model). ``select`` names a click point selection on ``model``.
+    """
+    alt = _alt()
+    df = _need(table, [model, variant, value], "pss_by_variant")
+    tips = [model, variant, alt.Tooltip(f"{value}:Q", format=".3f")]
+    if "style" in df.columns:
+        tips.insert(2, "style")
+    label = {"disagreement": "variant disagreement D_p", "mean_score": "mean score"}
+    base = alt.Chart().encode(
+        x=alt.X(f"{variant}:N", title="prompt variant", sort=None),
+        color=alt.Color(f"{model}:N"),
+    )
+    line = base.mark_line(point=True).encode(
+        y=alt.Y(f"{value}:Q", title=label.get(value, value)),
+        tooltip=tips,
+    )
+    if "style" in df.columns:
+        line = line.encode(shape=alt.Shape("style:N"))
+    if select is not None:
+        sel = alt.selection_point(name=select, fields=[model], on="click", empty=True)
+        line = line.add_params(sel).encode(
+            opacity=alt.condition(sel, alt.value(1.0), alt.value(0.3))
+        )
+    layers = [line]
+    if "pss" in df.columns and value == "disagreement":
+        rule = (
+            alt.Chart()
+            .mark_rule(strokeDash=[4, 4])
+            .encode(
+                y="mean(pss):Q",
+                color=alt.Color(f"{model}:N"),
+                tooltip=[model, alt.Tooltip("mean(pss):Q", format=".3f", title="PSS")],
+            )
+        )
+        layers.append(rule)
+    chart = alt.layer(*layers, data=df)
+    return chart.properties(title=title) if title else chart

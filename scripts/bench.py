@@ -155,7 +155,9 @@ def other_benches() -> list[dict]:
         mod = importlib.util.module_from_spec(spec)
         try:
             spec.loader.exec_module(mod)
-            rows.extend(mod.bench())
+            for row in mod.bench():
+                row.setdefault("ok", bool(row["ratio"] >= row["target"]))
+                rows.append(row)
         except Exception as exc:  # report, keep going: one broken bench must not hide others
             rows.append({"name": path.stem, "error": f"{type(exc).__name__}: {exc}", "ok": False})
     return rows

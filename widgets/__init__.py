@@ -16,9 +16,12 @@ from ._base import EMBED_OPTIONS, ChartWidget, enable_offline, link_models
 from ._data import subset_label, subset_words
 from .case_study import CaseStudy
 from .classes import InteractionClasses
+from .dbsa_highlights import DBSAHighlights
+from .eas_zones import EASZones
 from .factor_compare import FactorCompare
 from .notebook import load_run, registry_models
 from .order_ips import OrderIPS
+from .pss_variant import PSSByVariant
 from .sparsity import Sparsity
 
 __all__ = [
@@ -26,9 +29,12 @@ __all__ = [
     # widgets
     "CaseStudy",
     "ChartWidget",
+    "DBSAHighlights",
+    "EASZones",
     "FactorCompare",
     "InteractionClasses",
     "OrderIPS",
+    "PSSByVariant",
     "Sparsity",
     # helpers
     "charts",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+from psens.models.generation import LocalGenerator
 from psens.models.loading import PACKAGED_MODELS, cache_root, resolve_source
 from psens.models.mask_tokens import FALLBACK_TOKENS, MaskToken, mask_token
 from psens.models.mask_tokens import mask_token as _mask_rule
@@ -26,6 +27,7 @@ __all__ = [
     "FALLBACK_TOKENS",
     "PACKAGED_MODELS",
     "Encoded",
+    "LocalGenerator",
     "MaskToken",
     "Prediction",
     "Scorer",

@@ -1,0 +1,501 @@
+"""DBSAHighlights: two models' DBSA highlights side by side, their top-k tables and bars.
+
+The state (two models, the test statistic, the value shown, k, ...) lives in traits; every
+change recomputes the two Datasets to show (re-analysing stored embeddings when another
+statistic or distance is picked, cached), then the view: two highlighted texts
+(``ipywidgets.HTML``), the top-k table and a bar chart built by the UI-free
+:func:`psens.dbsa.plots.compare_top_k_chart` in one long-lived ``alt.JupyterChart``.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import altair as alt
+import ipywidgets
+import numpy as np
+import pandas as pd
+import traitlets
+import xarray as xr
+
+from psens._validation import check_in_interval, fail
+from psens.dbsa.ablations import spearman
+from psens.dbsa.analysis import analyse
+from psens.dbsa.distances import STATISTICS
+from psens.dbsa.highlight import highlight_html
+from psens.dbsa.plots import compare_top_k, compare_top_k_chart
+
+from ._base import EMBED_OPTIONS, _size, enable_offline
+from .charts import PICK
+
+__all__ = ["DBSAHighlights", "dbsa_view"]
+
+#: Labels of the test statistics (the "metric" of the comparison).
+STATISTIC_LABELS = {"energy": "energy distance", "emd": "EMD", "mean": "mean difference"}
+#: What the shading and bars show.
+VALUE_LABELS = {"score": "score (normalised per model)", "effect_size": "effect size ω (shared)"}
+_EMBEDDINGS = ("embedding_original", "embedding_perturbed", "neighbour_text", "tested")
+#: Shade of the most important tokens (as in :func:`psens.dbsa.highlight.highlight`).
+COLOUR = "#d62728"
+
+
+def _check_results(results: Any, where: str) -> dict[str, xr.Dataset]:
+    if not isinstance(results, Mapping) or not results:
+        fail(
+            where,
+            f"results is a {type(results).__name__} with no models",
+            "Pass {model name: DBSA Dataset} (the output of psens.dbsa.dbsa or analyse)",
+            TypeError if not isinstance(results, Mapping) else ValueError,
+        )
+    out: dict[str, xr.Dataset] = {}
+    for name, ds in results.items():
+        if not isinstance(ds, xr.Dataset) or "text" not in ds.attrs:
+            fail(
+                where,
+                f"results[{name!r}] is not a DBSA Dataset",
+                "Pass the output of psens.dbsa.dbsa / analyse",
+                TypeError,
+            )
+        if "effect_size" not in ds.variables and not all(v in ds.variables for v in _EMBEDDINGS):
+            fail(where, f"results[{name!r}] has no scores", "Run psens.dbsa.analyse on it first")
+        out[str(name)] = ds
+    return out
+
+
+def _statistics(ds: xr.Dataset) -> list[str]:
+    """Statistics a Dataset can show: all when its embeddings are stored, else its own."""
+    if all(v in ds.variables for v in _EMBEDDINGS):
+        return list(STATISTICS)
+    return [str(ds.attrs.get("statistic", "energy"))]
+
+
+def _shading(ds: xr.Dataset, value: str, scale: float, top: set[str] | None) -> np.ndarray:
+    """Per-position shade in [0, 1] (NaN = plain): normalised score, or ω / shared max."""
+    if value == "score":
+        shade = ds["score_position"].values.astype(float).copy()
+    else:
+        eff = dict(zip(map(str, ds["token"].values), ds["effect_size"].values, strict=True))
+        shade = np.array(
+            [
+                eff[t] / scale if t in eff and scale > 0 else (0.0 if t in eff else np.nan)
+                for t in map(str, ds["text_token"].values)
+            ],
+            dtype=float,
+        )
+    if top is not None:
+        shade[[str(t) not in top for t in ds["text_token"].values]] = np.nan
+    return np.clip(shade, 0.0, 1.0)
+
+
+def _titles(ds: xr.Dataset) -> list[str]:
+    eff = dict(zip(map(str, ds["token"].values), ds["effect_size"].values, strict=True))
+    pv = dict(zip(map(str, ds["token"].values), ds["p_value"].values, strict=True))
+    return [
+        f"{t}: E={eff[t]:.3g}, p={pv[t]:.3g}" if t in eff else t
+        for t in map(str, ds["text_token"].values)
+    ]
+
+
+def _table_html(table: pd.DataFrame, k: int) -> str:
+    """The table-3 layout per model: rank, token, effect size, p-value, p < α."""
+    alpha = table.attrs.get("alpha", 0.05)
+    blocks = []
+    for model, rows in table[table["top"]].groupby("model", sort=False):
+        rows = rows.sort_values("rank")
+        body = "".join(
+            f"<tr><td>{int(r['rank'])}</td><td>{html.escape(str(r['token']))}</td>"
+            f"<td>{r['effect_size']:.3f}</td><td>{r['p_value']:.3f}</td>"
+            f"<td>{'✓' if r['significant'] else '✗'}</td></tr>"
+            for _, r in rows.iterrows()
+        )
+        blocks.append(
+            '<table class="psens-dbsa-topk" style="border-collapse:collapse;margin-right:2em">'
+            f'<caption style="font-weight:600;text-align:left">{html.escape(str(model))}: '
+            f"top {k}</caption><thead><tr><th>#</th><th>word</th><th>effect size</th>"
+            f"<th>p-value</th><th>p &lt; {alpha:g}</th></tr></thead><tbody>{body}</tbody></table>"
+        )
+    return '<div style="display:flex;flex-wrap:wrap">' + "".join(blocks) + "</div>"
+
+
+def dbsa_view(
+    a: xr.Dataset,
+    b: xr.Dataset,
+    *,
+    names: tuple[str, str],
+    k: int = 5,
+    value: str = "score",
+    top_only: bool = False,
+    alpha: float = 0.05,
+    title: str | None = None,
+) -> dict[str, Any]:
+    """The view of two analysed Datasets: highlights, top-k table and chart (pure).
+
+    Parameters
+    ----------
+    a, b : Dataset
+        Analysed DBSA results of the same text (``b`` may be ``a``).
+    names : (str, str)
+        Their labels.
+    k : int
+        Number of top tokens per model (table, bars and, with ``top_only``, the shading).
+    value : {"score", "effect_size"}
+        Shade and bar length: the per-model normalised score (paper tables 1–2) or the raw
+        effect size on a scale shared by both models (largest ω of the two = full colour).
+    top_only : bool
+        Shade only each model's top ``k`` tokens (paper table 3).
+    alpha : float
+    title : str, optional
+        Chart title.
+
+    Returns
+    -------
+    dict
+        ``html_a``, ``html_b`` (highlight HTML), ``table`` (:func:`compare_top_k` DataFrame),
+        ``table_html`` and ``chart`` (``alt.Chart``).
+    """
+    if value not in VALUE_LABELS:
+        fail("dbsa_view", f"value={value!r}", f"Use one of {list(VALUE_LABELS)}")
+    same = names[0] == names[1]
+    results = {names[0]: a} if same else {names[0]: a, names[1]: b}
+    table = compare_top_k(results, k, alpha=alpha)
+    scale = max(float(np.nanmax(ds["effect_size"].values)) for ds in results.values())
+    out: dict[str, Any] = {"table": table}
+    for key, ds, name in (("html_a", a, names[0]), ("html_b", b, names[1])):
+        own = table[(table["model"] == name) & table["top"]]
+        spans = list(zip(ds["start"].values.tolist(), ds["end"].values.tolist(), strict=True))
+        out[key] = highlight_html(
+            ds.attrs["text"],
+            spans,
+            _shading(ds, value, scale, set(own["token"]) if top_only else None),
+            titles=_titles(ds),
+            colour=COLOUR,
+            caption=name,
+        )
+    out["table_html"] = _table_html(table, k)
+    out["chart"] = compare_top_k_chart(table, value=value, select=PICK, title=title)
+    return out
+
+
+class DBSAHighlights(traitlets.HasTraits):
+    """Compare the DBSA highlights of two models (or two settings) of the same text.
+
+    Controls pick model A and model B, the test statistic (energy distance, EMD or mean
+    difference — every statistic when the Datasets keep their embeddings, which are then
+    re-analysed without calling a model; else only the one they were analysed with), the
+    distance, what is shown (the per-model normalised score, or the effect size ω on one
+    scale for both models), k and whether only the top k tokens are shaded. The view is the
+    two highlighted texts side by side, their top-k tables (paper table 3 layout) and a bar
+    chart of the top-k effects of both models; clicking a bar picks its token (see
+    :meth:`on_select`) and lists that token's neighbours and pair statistics.
+
+    Parameters
+    ----------
+    results : mapping of str to Dataset
+        ``{model name: DBSA Dataset}`` as returned by :func:`psens.dbsa.dbsa` /
+        :func:`psens.dbsa.analyse`; all of the same text.
+    **state
+        Initial trait values (``model_a``, ``model_b``, ``statistic``, ``metric``,
+        ``value``, ``k``, ``top_only``, ``alpha``).
+
+    Attributes
+    ----------
+    controls : dict of str to ipywidgets.Widget
+        One control per state trait, linked both ways.
+    html_a, html_b, table_html, details : ipywidgets.HTML
+        The highlighted texts, the top-k tables and the picked tokens' pairs.
+    jchart : altair.JupyterChart
+        The bar chart, updated in place.
+    tables : dict
+        ``top_k`` (:func:`psens.dbsa.plots.compare_top_k` table) and ``a``, ``b`` (the
+        Datasets shown).
+    ui : ipywidgets.VBox
+
+    Examples
+    --------
+    >>> w = DBSAHighlights({"model-1": ds1, "model-2": ds2}, k=3)  # doctest: +SKIP
+    >>> w.statistic = "emd"  # doctest: +SKIP
+    """
+
+    model_a = traitlets.Unicode()
+    model_b = traitlets.Unicode()
+    statistic = traitlets.Unicode("energy")
+    metric = traitlets.Unicode("cosine")
+    value = traitlets.Unicode("score")
+    k = traitlets.Int(5)
+    top_only = traitlets.Bool(False)
+    alpha = traitlets.Float(0.05)
+    selected = traitlets.List(traitlets.Unicode(), help="tokens picked on the chart")
+    _state = ("model_a", "model_b", "statistic", "metric", "value", "k", "top_only", "alpha")
+
+    def __init__(self, results: Mapping[str, xr.Dataset], **state: Any) -> None:
+        self.results = _check_results(results, "DBSAHighlights")
+        self.model_names = list(self.results)
+        first = next(iter(self.results.values()))
+        texts = {ds.attrs["text"] for ds in self.results.values()}
+        if len(texts) > 1:
+            fail(
+                "DBSAHighlights",
+                f"the results are of {len(texts)} different texts",
+                "Compare results of one text (one widget per text)",
+            )
+        self.statistics = [
+            s for s in STATISTICS if all(s in _statistics(ds) for ds in self.results.values())
+        ]
+        self.metrics = (
+            ["cosine", "l1", "l2"]
+            if all(_statistics(ds) == list(STATISTICS) for ds in self.results.values())
+            else [str(first.attrs.get("metric", "cosine"))]
+        )
+        self.n_tokens = max(
+            len(set(map(str, ds["text_token"].values[ds["tested"].values])))
+            for ds in self.results.values()
+        )
+        state.setdefault("model_a", self.model_names[0])
+        state.setdefault("model_b", self.model_names[min(1, len(self.model_names) - 1)])
+        state.setdefault("statistic", str(first.attrs.get("statistic", self.statistics[0])))
+        state.setdefault("metric", str(first.attrs.get("metric", self.metrics[0])))
+        state.setdefault("k", min(5, self.n_tokens))
+        self._cache: dict[tuple[str, str, str], xr.Dataset] = {}
+        self._callbacks: list[Callable[[list[str]], Any]] = []
+        self._watched: Any = None
+        super().__init__(**state)
+        enable_offline()
+        self.controls = self._controls()
+        for name, control in self.controls.items():
+            ipywidgets.link((control, "value"), (self, name))
+            _size(control)
+        self.html_a = ipywidgets.HTML(layout=ipywidgets.Layout(width="50%", padding="0 8px"))
+        self.html_b = ipywidgets.HTML(layout=ipywidgets.Layout(width="50%", padding="0 8px"))
+        self.table_html = ipywidgets.HTML()
+        self.details = ipywidgets.HTML()
+        self.status = ipywidgets.HTML()
+        self.tables: dict[str, Any] = {}
+        self.jchart = alt.JupyterChart(self._render(), embed_options=EMBED_OPTIONS)
+        self._watch_selection()
+        self.observe(self._on_state, names=list(self._state))
+        self.observe(self._on_selected, names="selected")
+        wrap = ipywidgets.Layout(flex_flow="row wrap", align_items="flex-start")
+        self.ui = ipywidgets.VBox(
+            [
+                ipywidgets.Box(list(self.controls.values()), layout=wrap),
+                ipywidgets.HBox([self.html_a, self.html_b]),
+                self.table_html,
+                self.jchart,
+                self.details,
+                self.status,
+            ]
+        )
+
+    # -- validation ----------------------------------------------------------------
+    def _one_of(self, name: str, value: Any, options: list) -> Any:
+        if value not in options:
+            fail("DBSAHighlights", f"{name}={value!r} is not available", f"Use one of {options}")
+        return value
+
+    @traitlets.validate("model_a", "model_b")
+    def _valid_model(self, proposal):
+        return self._one_of(proposal["trait"].name, proposal["value"], self.model_names)
+
+    @traitlets.validate("statistic")
+    def _valid_statistic(self, proposal):
+        return self._one_of("statistic", proposal["value"], self.statistics)
+
+    @traitlets.validate("metric")
+    def _valid_metric(self, proposal):
+        return self._one_of("metric", proposal["value"], self.metrics)
+
+    @traitlets.validate("value")
+    def _valid_value(self, proposal):
+        return self._one_of("value", proposal["value"], list(VALUE_LABELS))
+
+    @traitlets.validate("k")
+    def _valid_k(self, proposal):
+        k = int(proposal["value"])
+        if not 1 <= k <= self.n_tokens:
+            fail("DBSAHighlights", f"k={k}", f"Use 1..{self.n_tokens} (the tested tokens)")
+        return k
+
+    @traitlets.validate("alpha")
+    def _valid_alpha(self, proposal):
+        return check_in_interval(proposal["value"], "DBSAHighlights", "alpha", 0.0, 1.0)
+
+    # -- state -> view ----------------------------------------------------------------
+    def _controls(self) -> dict[str, ipywidgets.Widget]:
+        return {
+            "model_a": ipywidgets.Dropdown(
+                options=self.model_names, value=self.model_a, description="model A"
+            ),
+            "model_b": ipywidgets.Dropdown(
+                options=self.model_names, value=self.model_b, description="model B"
+            ),
+            "statistic": ipywidgets.Dropdown(
+                options=[(STATISTIC_LABELS[s], s) for s in self.statistics],
+                value=self.statistic,
+                description="statistic",
+            ),
+            "metric": ipywidgets.Dropdown(
+                options=self.metrics, value=self.metric, description="distance"
+            ),
+            "value": ipywidgets.Dropdown(
+                options=[(label, v) for v, label in VALUE_LABELS.items()],
+                value=self.value,
+                description="show",
+            ),
+            "k": ipywidgets.IntSlider(
+                value=self.k,
+                min=1,
+                max=self.n_tokens,
+                description="top k",
+                continuous_update=False,
+            ),
+            "top_only": ipywidgets.Checkbox(value=self.top_only, description="shade top k only"),
+        }
+
+    def dataset(self, model: str) -> xr.Dataset:
+        """The analysed Dataset of ``model`` for the current statistic and distance (cached)."""
+        ds = self.results[self._one_of("model", model, self.model_names)]
+        key = (model, self.statistic, self.metric)
+        own = (
+            "effect_size" in ds.variables
+            and ds.attrs.get("statistic", "energy") == self.statistic
+            and ds.attrs.get("metric", "cosine") == self.metric
+        )
+        if own:
+            return ds
+        if key not in self._cache:
+            a = ds.attrs
+            self._cache[key] = analyse(
+                ds,
+                metric=self.metric,
+                statistic=self.statistic,
+                permutations=int(a.get("permutations", 500)),
+                seed=int(a.get("analysis_seed", a.get("seed", 0))),
+                combine=str(a.get("combine", "permutation")),
+                n=a.get("n_used"),
+                m=a.get("m_used"),
+                neighbours=a.get("k_used"),
+            )
+        return self._cache[key]
+
+    def _compute(self) -> dict[str, Any]:
+        a, b = self.dataset(self.model_a), self.dataset(self.model_b)
+        title = f"Top {self.k} tokens · {STATISTIC_LABELS[self.statistic]}, {self.metric} distance"
+        view = dbsa_view(
+            a,
+            b,
+            names=(self.model_a, self.model_b),
+            k=self.k,
+            value=self.value,
+            top_only=self.top_only,
+            alpha=self.alpha,
+            title=title,
+        )
+        return {"a": a, "b": b, **view}
+
+    def _render(self) -> alt.TopLevelMixin:
+        view = self._compute()
+        self.tables = {"top_k": view["table"], "a": view["a"], "b": view["b"]}
+        self.html_a.value = view["html_a"]
+        self.html_b.value = view["html_b"]
+        self.table_html.value = view["table_html"]
+        self.status.value = f"<small>{self._summary()}</small>"
+        self._show_details()
+        return view["chart"]
+
+    def chart(self) -> alt.TopLevelMixin:
+        """The bar chart for the current state (a new ``alt.Chart``; nothing displayed)."""
+        return self._compute()["chart"]
+
+    def refresh(self) -> None:
+        """Recompute the view and update the chart in place."""
+        self.jchart.chart = self._render()
+        self._watch_selection()
+
+    def _on_state(self, change: dict) -> None:
+        self.refresh()
+
+    def _summary(self) -> str:
+        t = self.tables["top_k"]
+        if self.model_a == self.model_b:
+            n_sig = int(t["significant"].sum())
+            return f"{self.model_a}: {n_sig} of the top {self.k} tokens with p < {self.alpha:g}"
+
+        def series(ds: xr.Dataset) -> pd.Series:
+            return pd.Series(ds["effect_size"].values, index=map(str, ds["token"].values))
+
+        rho, n = spearman(series(self.tables["a"]), series(self.tables["b"]))
+        top_a = set(t[(t["model"] == self.model_a) & t["top"]]["token"])
+        top_b = set(t[(t["model"] == self.model_b) & t["top"]]["token"])
+        return (
+            f"Spearman ρ of all token effect sizes: {rho:.2f} over {n} tokens; "
+            f"top-{self.k} overlap: {len(top_a & top_b)} token(s)"
+        )
+
+    # -- token picks ------------------------------------------------------------------
+    def pair_table(self, token: str) -> pd.DataFrame:
+        """Pairs of ``token`` in both models: position, neighbour, statistic, p-value."""
+        rows = []
+        models = dict.fromkeys([self.model_a, self.model_b])
+        for model in models:
+            ds = self.dataset(model)
+            texts = ds["text_token"].values
+            for i in np.flatnonzero([str(t) == token for t in texts]):
+                for j, nb in enumerate(ds["neighbour_text"].values[i]):
+                    if nb == "":
+                        continue
+                    rows.append(
+                        {
+                            "model": model,
+                            "position": int(i),
+                            "neighbour": str(nb),
+                            "statistic": float(ds["statistic"].values[i, j]),
+                            "p_value": float(ds["p_value_pair"].values[i, j]),
+                        }
+                    )
+        return pd.DataFrame(
+            rows, columns=["model", "position", "neighbour", "statistic", "p_value"]
+        )
+
+    def _show_details(self) -> None:
+        if not self.selected:
+            self.details.value = "<small>Click a bar to see that token's neighbours.</small>"
+            return
+        frames = [self.pair_table(t).assign(token=t) for t in self.selected]
+        df = pd.concat(frames, ignore_index=True)[
+            ["token", "model", "position", "neighbour", "statistic", "p_value"]
+        ]
+        self.details.value = df.to_html(index=False, float_format=lambda x: f"{x:.3f}")
+
+    def _on_selected(self, change: dict) -> None:
+        self._show_details()
+
+    def _watch_selection(self) -> None:
+        selections = self.jchart.selections
+        if selections is self._watched:
+            return
+        if PICK in selections.trait_names():
+            selections.observe(self._on_pick, names=PICK)
+        self._watched = selections
+        if self.selected:
+            self.selected = []
+
+    def _on_pick(self, change: dict) -> None:
+        value = getattr(change["new"], "value", None) or []
+        picked = [str(v["token"]) for v in value if isinstance(v, dict) and "token" in v]
+        self.selected = picked
+        for cb in list(self._callbacks):
+            cb(picked)
+
+    def on_select(self, callback: Callable[[list[str]], Any], remove: bool = False) -> None:
+        """Call ``callback(tokens)`` when tokens are picked on the chart (click; shift-click
+        adds; an empty list when the pick is cleared). ``remove=True`` unregisters it."""
+        if remove:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+        elif callback not in self._callbacks:
+            self._callbacks.append(callback)
+
+    def _repr_mimebundle_(self, **kwargs: Any):
+        return self.ui._repr_mimebundle_(**kwargs)

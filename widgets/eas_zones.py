@@ -1,0 +1,341 @@
+"""EASZones: the EAS zone explorer (SensH vs SensJ, four zones, one instance up close).
+
+EAS (seed ``002``) compares, per instance, the sensitivity a task heuristic reports (SensH,
+the population std of the heuristic scores over the 8 templates) with the one an LLM judge
+reports (SensJ), and sorts instances into four zones by the pooled 75th percentiles of both
+("Four-zone taxonomy"; "high" is strictly above): artifact (H high, J not: the heuristic's
+parsing varies, the answer does not), underdetected (J high, H not), genuine (both), stable
+(neither). The explorer shows the scatter with the two threshold rules; clicking an instance
+shows its per-template heuristic and judge scores and the responses beside it.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+import altair as alt
+import ipywidgets
+import numpy as np
+import pandas as pd
+import traitlets
+
+from psens._validation import check_in_interval, fail
+from psens.eas import _judge_float as judge_float
+from psens.eas import instance_metrics, thresholds, zones
+from psens.plots_output import instance_key, template_scores, zones_scatter
+from psens.scoring import heuristic_scores
+
+from ._base import EMBED_OPTIONS
+from ._output import PICK, OutputWidget
+
+__all__ = ["EASZones", "instance_detail"]
+
+ALL = "all"
+SCORERS = {"corrected": None, "eas": "eas"}
+_NEED = ["id", "dataset", "model_name", "sens_heuristic", "sens_judge"]
+
+
+def instance_detail(rows: pd.DataFrame, key: str, compat: str | None = None) -> pd.DataFrame:
+    """The per-template scores of one instance: ``template_id, role, fmt, prefix, heuristic,
+    judge, raw_response, judge_raw`` (sorted by template), from judged response rows.
+
+    ``heuristic`` is :func:`psens.scoring.heuristic_scores` (``compat="eas"``: the published
+    scorers), ``judge`` the verdict as 1.0/0.0 (NaN when missing), as in
+    :func:`psens.eas.instance_metrics`. ``key`` is ``"<model_name>|<dataset>|<id>"``.
+    """
+    sub = rows[instance_key(rows).to_numpy() == key]
+    cols = ["template_id", "role", "fmt", "prefix", "heuristic", "judge", "raw_response"]
+    if sub.empty:
+        return pd.DataFrame(columns=[*cols, "judge_raw"])
+    sub = sub.reset_index(drop=True)
+    out = sub[[c for c in ("template_id", "role", "fmt", "prefix") if c in sub.columns]].copy()
+    out["heuristic"] = heuristic_scores(sub, compat=compat).to_numpy()
+    out["judge"] = judge_float(sub["judge_correct"]).to_numpy()
+    out["raw_response"] = sub["raw_response"].to_numpy()
+    out["judge_raw"] = sub["judge_raw"].to_numpy() if "judge_raw" in sub.columns else None
+    return out.sort_values("template_id").reset_index(drop=True)
+
+
+def _cell(value: Any, width: int = 90) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "<i>failed</i>"
+    text = str(value).replace("\n", " ⏎ ")
+    text = text if len(text) <= width else text[: width - 1] + "…"
+    return html.escape(text)
+
+
+def _detail_html(metrics: pd.Series | None, detail: pd.DataFrame) -> str:
+    parts = []
+    if metrics is not None:
+        eff = ", ".join(
+            f"{k}: Δh={metrics.get(f'effect_{k}_heuristic', np.nan):+.2f} "
+            f"Δj={metrics.get(f'effect_{k}_judge', np.nan):+.2f}"
+            for k in ("role", "fmt", "prefix")
+        )
+        parts.append(
+            f"<b>{html.escape(str(metrics['id']))}</b> · {html.escape(str(metrics['model_name']))}"
+            f" · {html.escape(str(metrics['dataset']))} · zone <b>{metrics['zone']}</b><br>"
+            f"SensH {metrics['sens_heuristic']:.3f} · SensJ {metrics['sens_judge']:.3f} · "
+            f"EAS {abs(metrics['sens_heuristic'] - metrics['sens_judge']):.3f}<br>"
+            f"<small>{eff}</small>"
+        )
+    if not detail.empty:
+        body = "".join(
+            f"<tr><td>{r.template_id}</td><td>{_cell(r.heuristic)}</td><td>{_cell(r.judge)}</td>"
+            f"<td>{_cell(r.raw_response)}</td><td>{_cell(r.judge_raw, 30)}</td></tr>"
+            for r in detail.itertuples()
+        )
+        parts.append(
+            '<table class="psens-eas-detail" style="font-size:smaller">'
+            "<thead><tr><th>template</th><th>heuristic</th><th>judge</th><th>response</th>"
+            f"<th>judge said</th></tr></thead><tbody>{body}</tbody></table>"
+        )
+    elif metrics is not None:
+        parts.append("<small>Pass the judged rows (rows=...) to see each template.</small>")
+    return "<br>".join(parts) or "<small>Click an instance on the scatter.</small>"
+
+
+class EASZones(OutputWidget):
+    """Zone explorer: SensH vs SensJ per instance with the pooled-threshold rules.
+
+    Parameters
+    ----------
+    instances : DataFrame, optional
+        Per-instance table (:func:`psens.eas.instance_metrics`, or the published
+        ``metrics_instance.csv``): ``id, dataset, model_name, sens_heuristic, sens_judge``
+        (``task_type``, ``effect_*`` used when present).
+    rows : DataFrame, optional
+        Judged response rows (the published judged-file columns). Needed for the
+        per-template detail; without ``instances`` the table is computed from them with
+        :func:`psens.eas.instance_metrics` (then the ``scorer`` control switches between the
+        corrected and the published scorers and the zones move accordingly).
+    **state
+        ``dataset``, ``model``, ``task`` ("all" or one value), ``q`` (the zone quantile,
+        0.75 as published), ``pool`` ("table": thresholds pooled over every instance given,
+        as published; "shown": over the instances shown), ``scorer`` ("corrected" or "eas"),
+        ``instance`` (a key ``"<model_name>|<dataset>|<id>"``).
+
+    Attributes
+    ----------
+    thresholds : (float, float)
+        The current ``(t_H, t_J)``.
+    detail_chart : altair.JupyterChart
+        The picked instance's per-template scores (:func:`psens.plots_output.template_scores`).
+    detail_html : ipywidgets.HTML
+        Its metrics and responses.
+
+    Examples
+    --------
+    >>> w = EASZones(rows=judged)  # doctest: +SKIP
+    >>> w.scorer = "eas"  # published scorers: more artifacts  # doctest: +SKIP
+    >>> w.instance = w.tables["instances"]["key"].iloc[0]  # doctest: +SKIP
+    """
+
+    dataset = traitlets.Unicode(ALL)
+    model = traitlets.Unicode(ALL)
+    task = traitlets.Unicode(ALL)
+    q = traitlets.Float(0.75)
+    pool = traitlets.Enum(("table", "shown"), default_value="table")
+    scorer = traitlets.Enum(tuple(SCORERS), default_value="corrected")
+    instance = traitlets.Unicode("")
+    _state = ("dataset", "model", "task", "q", "pool", "scorer")
+    _pick_field = "key"
+
+    def __init__(
+        self,
+        instances: pd.DataFrame | None = None,
+        *,
+        rows: pd.DataFrame | None = None,
+        **state: Any,
+    ) -> None:
+        where = "EASZones"
+        if instances is None and rows is None:
+            fail(where, "neither instances nor rows were given", "Pass instances= or rows=")
+        for name, df in (("instances", instances), ("rows", rows)):
+            if df is not None and not isinstance(df, pd.DataFrame):
+                fail(where, f"{name} is a {type(df).__name__}", "Pass a DataFrame", TypeError)
+        self.rows = None if rows is None else rows.reset_index(drop=True)
+        self._given = instances
+        self._cache: dict[str, pd.DataFrame] = {}
+        first = self._instances(state.get("scorer", "corrected"))
+        self.datasets = sorted(map(str, first["dataset"].unique()))
+        self.model_names = sorted(map(str, first["model_name"].unique()))
+        self.tasks = (
+            sorted(map(str, first["task_type"].dropna().unique()))
+            if "task_type" in first.columns
+            else []
+        )
+        self.thresholds: tuple[float, float] = (np.nan, np.nan)
+        super().__init__(**state)
+        self.detail_chart = alt.JupyterChart(
+            template_scores(self._empty_detail()), embed_options=EMBED_OPTIONS
+        )
+        self.detail_html = ipywidgets.HTML()
+        self._build()
+        self.observe(self._on_instance, names="instance")
+        self._show_detail()
+
+    # -- data -------------------------------------------------------------------------
+    def _instances(self, scorer: str) -> pd.DataFrame:
+        """The instance table for ``scorer`` (given, or computed from the rows; cached)."""
+        if scorer not in self._cache:
+            if self._given is not None:
+                table = self._given
+            else:
+                table = instance_metrics(self.rows, compat=SCORERS[scorer])
+            missing = [c for c in _NEED if c not in table.columns]
+            if missing:
+                fail("EASZones", f"the instance table lacks {missing}", f"Give it {_NEED}")
+            table = table.reset_index(drop=True).copy()
+            table["key"] = instance_key(table).to_numpy()
+            self._cache[scorer] = table
+        return self._cache[scorer]
+
+    @staticmethod
+    def _empty_detail() -> pd.DataFrame:
+        return pd.DataFrame({"template_id": [], "heuristic": [], "judge": []})
+
+    # -- validation ---------------------------------------------------------------------
+    def _one_of(self, name: str, value: str, options: Sequence[str]) -> str:
+        if value != ALL and value not in options:
+            fail("EASZones", f"{name}={value!r}", f"Use 'all' or one of {list(options)}")
+        return value
+
+    @traitlets.validate("dataset")
+    def _valid_dataset(self, proposal):
+        return self._one_of("dataset", proposal["value"], self.datasets)
+
+    @traitlets.validate("model")
+    def _valid_model(self, proposal):
+        return self._one_of("model", proposal["value"], self.model_names)
+
+    @traitlets.validate("task")
+    def _valid_task(self, proposal):
+        return self._one_of("task", proposal["value"], self.tasks)
+
+    @traitlets.validate("q")
+    def _valid_q(self, proposal):
+        return check_in_interval(proposal["value"], "EASZones", "q", 0.0, 1.0)
+
+    @traitlets.validate("instance")
+    def _valid_instance(self, proposal):
+        key = proposal["value"]
+        if key and key not in set(self._instances(self.scorer)["key"]):
+            fail("EASZones", f"instance={key!r} is not known", "Use a key from tables['instances']")
+        return key
+
+    # -- state -> view --------------------------------------------------------------------
+    def _controls(self) -> dict[str, ipywidgets.Widget]:
+        out: dict[str, ipywidgets.Widget] = {
+            "dataset": ipywidgets.Dropdown(
+                options=[ALL, *self.datasets], value=self.dataset, description="dataset"
+            ),
+            "model": ipywidgets.Dropdown(
+                options=[ALL, *self.model_names], value=self.model, description="model"
+            ),
+        }
+        if self.tasks:
+            out["task"] = ipywidgets.Dropdown(
+                options=[ALL, *self.tasks], value=self.task, description="task"
+            )
+        out["q"] = ipywidgets.FloatSlider(
+            value=self.q,
+            min=0.5,
+            max=0.95,
+            step=0.05,
+            description="zone quantile",
+            readout_format=".2f",
+            continuous_update=False,
+        )
+        out["pool"] = ipywidgets.ToggleButtons(
+            options=[("pooled over all", "table"), ("over shown", "shown")], value=self.pool
+        )
+        if self.rows is not None and self._given is None:
+            out["scorer"] = ipywidgets.ToggleButtons(
+                options=[("corrected scorers", "corrected"), ('compat="eas"', "eas")],
+                value=self.scorer,
+            )
+        return out
+
+    def _compute(self) -> dict[str, Any]:
+        table = self._instances(self.scorer)
+        keep = np.ones(len(table), dtype=bool)
+        for trait, col in (("dataset", "dataset"), ("model", "model_name"), ("task", "task_type")):
+            value = getattr(self, trait)
+            if value != ALL and col in table.columns:
+                keep &= table[col].astype(str).to_numpy() == value
+        shown = table[keep].reset_index(drop=True)
+        pool = table if self.pool == "table" else shown
+        th = thresholds(pool["sens_heuristic"], pool["sens_judge"], q=self.q)
+        self.thresholds = th
+        shown = shown.assign(
+            zone=zones(shown["sens_heuristic"], shown["sens_judge"], thresholds_hj=th).to_numpy()
+        )
+        return {"instances": shown}
+
+    def _chart(self, tables: dict[str, Any]) -> alt.TopLevelMixin:
+        t_h, t_j = self.thresholds
+        title = (
+            f"SensH vs SensJ · thresholds t_H = {t_h:.3f}, t_J = {t_j:.3f} "
+            f"(q = {self.q:.2f}, pooled over {'all' if self.pool == 'table' else 'shown'})"
+        )
+        return zones_scatter(
+            tables["instances"], thresholds_hj=self.thresholds, select=PICK, title=title
+        ).properties(width=380, height=340)
+
+    def _summary(self, tables: dict[str, Any]) -> str:
+        t = tables["instances"]
+        if t.empty:
+            return "no instance matches the filters"
+        counts = t["zone"].value_counts()
+        parts = ", ".join(f"{z}: {int(counts.get(z, 0))}" for z in ("artifact", "underdetected"))
+        parts += ", " + ", ".join(f"{z}: {int(counts.get(z, 0))}" for z in ("genuine", "stable"))
+        return (
+            f"{len(t)} instances · {parts} · mean EAS {t['eas'].mean():.3f}"
+            if "eas" in t.columns
+            else f"{len(t)} instances · {parts}"
+        )
+
+    def _body(self) -> ipywidgets.Widget:
+        side = ipywidgets.VBox(
+            [self.detail_chart, self.detail_html], layout=ipywidgets.Layout(max_width="560px")
+        )
+        return ipywidgets.HBox([self.jchart, side])
+
+    # -- the picked instance ------------------------------------------------------------------
+    def detail(self) -> pd.DataFrame:
+        """Per-template scores of the current :attr:`instance` (empty without one or without
+        rows); see :func:`instance_detail`."""
+        if not self.instance or self.rows is None:
+            return self._empty_detail()
+        return instance_detail(self.rows, self.instance, SCORERS[self.scorer])
+
+    def _show_detail(self) -> None:
+        detail = self.detail()
+        metrics = None
+        if self.instance:
+            table = self._instances(self.scorer)
+            row = table[table["key"] == self.instance].iloc[0].copy()
+            row["zone"] = zones(
+                [row["sens_heuristic"]], [row["sens_judge"]], thresholds_hj=self.thresholds
+            ).iloc[0]
+            metrics = row
+        self.tables["detail"] = detail
+        title = self.instance.split("|")[-1] if self.instance else "no instance picked"
+        self.detail_chart.chart = template_scores(
+            detail if not detail.empty else self._empty_detail(), title=title
+        ).properties(width=300, height=160)
+        self.detail_html.value = _detail_html(metrics, detail)
+
+    def _on_instance(self, change: dict) -> None:
+        self._show_detail()
+
+    def _on_state(self, change: dict) -> None:
+        super()._on_state(change)
+        self._show_detail()
+
+    def _picked(self, values: list[str]) -> None:
+        if values:
+            self.instance = values[-1]
