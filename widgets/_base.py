@@ -23,7 +23,14 @@ from psens._validation import fail
 
 from .charts import PICK
 
-__all__ = ["EMBED_OPTIONS", "ChartWidget", "check_run", "enable_offline", "link_models"]
+__all__ = [
+    "EMBED_OPTIONS",
+    "BaseWidget",
+    "ChartWidget",
+    "check_run",
+    "enable_offline",
+    "link_models",
+]
 
 #: SVG so charts are crisp and inspectable; the actions menu keeps only image export.
 EMBED_OPTIONS: dict[str, Any] = {
@@ -83,13 +90,17 @@ def check_run(ds, where: str) -> None:
         )
 
 
-class ChartWidget(traitlets.HasTraits):
-    """Base class: subclasses declare traits, controls, ``_compute`` and ``_chart``.
+class BaseWidget(traitlets.HasTraits):
+    """The machinery shared by every psens widget (run, EAS, PSS, DBSA data alike).
+
+    Subclasses declare their state traits (listed in ``_state``), set up their data, call
+    :meth:`_build` at the end of ``__init__``, and implement ``_controls``, ``_compute``
+    (state → tables) and ``_chart`` (tables → chart, pure); optionally ``_summary`` (the
+    status line), ``_body`` (what sits between the controls and the status line) and
+    ``_picked`` (run after a click, before the callbacks).
 
     Attributes
     ----------
-    ds : xarray.Dataset
-        The run (or slice) the widget shows.
     controls : dict of str to ipywidgets.Widget
         One control per state trait, linked both ways.
     jchart : altair.JupyterChart
@@ -97,35 +108,33 @@ class ChartWidget(traitlets.HasTraits):
     tables : dict of str to pandas.DataFrame
         The data currently shown.
     ui : ipywidgets.VBox
-        Controls, chart and a status line; what a notebook displays.
+        Controls, body and a status line; what a notebook displays.
     """
 
     #: traits whose change recomputes the chart
     _state: ClassVar[tuple[str, ...]] = ()
-    #: trait read back from a chart click (list of model names)
-    selected = traitlets.List(traitlets.Unicode(), help="models picked on the chart")
+    #: the data field of the click selection (named PICK) that :meth:`on_select` reports
+    _pick_field: ClassVar[str] = "model"
+    #: clear ``selected`` when the chart is redrawn (a new chart has no pick)
+    _clear_pick_on_redraw: ClassVar[bool] = False
+    selected = traitlets.List(traitlets.Unicode(), help="values picked on the chart")
 
-    def __init__(self, ds, **state: Any) -> None:
-        check_run(ds, type(self).__name__)
-        self.ds = ds
-        self.model_names: list[str] = [str(m) for m in ds["model"].values]
+    def _build(self) -> None:
         self._callbacks: list[Callable[[list[str]], Any]] = []
         self._watched: Any = None
-        super().__init__(**state)
         enable_offline()
         self.controls: dict[str, ipywidgets.Widget] = self._controls()
         for name, control in self.controls.items():
             ipywidgets.link((control, "value"), (self, name))
+            _size(control)
         self.status = ipywidgets.HTML()
         self.tables: dict[str, Any] = {}
         self.jchart = alt.JupyterChart(self._render(), embed_options=EMBED_OPTIONS)
         self._watch_selection()
         self.observe(self._on_state, names=list(self._state))
-        for control in self.controls.values():
-            _size(control)
         wrap = ipywidgets.Layout(flex_flow="row wrap", align_items="flex-start")
         rows = [ipywidgets.Box(list(self.controls.values()), layout=wrap)] if self.controls else []
-        self.ui = ipywidgets.VBox([*rows, self.jchart, self.status])
+        self.ui = ipywidgets.VBox([*rows, self._body(), self.status])
 
     # -- to implement ---------------------------------------------------------------
     def _controls(self) -> dict[str, ipywidgets.Widget]:
@@ -141,6 +150,13 @@ class ChartWidget(traitlets.HasTraits):
 
     def _summary(self, tables: dict[str, Any]) -> str:
         return ""
+
+    def _body(self) -> ipywidgets.Widget:
+        """What sits between the controls and the status line (default: the chart)."""
+        return self.jchart
+
+    def _picked(self, values: list[str]) -> None:
+        """Hook run after a pick (before the callbacks)."""
 
     # -- machinery ------------------------------------------------------------------
     def chart(self) -> alt.TopLevelMixin:
@@ -167,19 +183,22 @@ class ChartWidget(traitlets.HasTraits):
             return
         if PICK in selections.trait_names():
             selections.observe(self._on_pick, names=PICK)
+        redrawn = self._watched is not None
         self._watched = selections
-        if self.selected:
+        if redrawn and self._clear_pick_on_redraw and self.selected:
             self.selected = []
 
     def _on_pick(self, change: dict) -> None:
         value = getattr(change["new"], "value", None) or []
-        picked = [str(v["model"]) for v in value if isinstance(v, dict) and "model" in v]
+        field = self._pick_field
+        picked = [str(v[field]) for v in value if isinstance(v, dict) and field in v]
         self.selected = picked
+        self._picked(picked)
         for cb in list(self._callbacks):
             cb(picked)
 
     def on_select(self, callback: Callable[[list[str]], Any], remove: bool = False) -> None:
-        """Call ``callback(models)`` when models are picked on the chart (click; shift-click
+        """Call ``callback(values)`` when items are picked on the chart (click; shift-click
         adds; an empty list when the pick is cleared). ``remove=True`` unregisters it."""
         if remove:
             if callback in self._callbacks:
@@ -189,6 +208,27 @@ class ChartWidget(traitlets.HasTraits):
 
     def _repr_mimebundle_(self, **kwargs: Any):
         return self.ui._repr_mimebundle_(**kwargs)
+
+
+class ChartWidget(BaseWidget):
+    """Base class of the IPS widgets, built from a run Dataset (or a slice of one).
+
+    Attributes
+    ----------
+    ds : xarray.Dataset
+        The run (or slice) the widget shows.
+    model_names : list of str
+    """
+
+    _clear_pick_on_redraw = True
+    selected = traitlets.List(traitlets.Unicode(), help="models picked on the chart")
+
+    def __init__(self, ds, **state: Any) -> None:
+        check_run(ds, type(self).__name__)
+        self.ds = ds
+        self.model_names: list[str] = [str(m) for m in ds["model"].values]
+        super().__init__(**state)
+        self._build()
 
     # -- helpers for subclasses -------------------------------------------------------
     def _check_models(self, models: Sequence[str], where: str) -> list[str]:

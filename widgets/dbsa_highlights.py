@@ -10,7 +10,7 @@ statistic or distance is picked, cached), then the view: two highlighted texts
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import altair as alt
@@ -27,7 +27,7 @@ from psens.dbsa.distances import STATISTICS
 from psens.dbsa.highlight import highlight_html
 from psens.dbsa.plots import compare_top_k, compare_top_k_chart
 
-from ._base import EMBED_OPTIONS, _size, enable_offline
+from ._base import BaseWidget
 from .charts import PICK
 
 __all__ = ["DBSAHighlights", "dbsa_view"]
@@ -178,7 +178,7 @@ def dbsa_view(
     return out
 
 
-class DBSAHighlights(traitlets.HasTraits):
+class DBSAHighlights(BaseWidget):
     """Compare the DBSA highlights of two models (or two settings) of the same text.
 
     Controls pick model A and model B, the test statistic (energy distance, EMD or mean
@@ -226,6 +226,8 @@ class DBSAHighlights(traitlets.HasTraits):
     k = traitlets.Int(5)
     top_only = traitlets.Bool(False)
     alpha = traitlets.Float(0.05)
+    _pick_field = "token"
+    _clear_pick_on_redraw = True
     selected = traitlets.List(traitlets.Unicode(), help="tokens picked on the chart")
     _state = ("model_a", "model_b", "statistic", "metric", "value", "k", "top_only", "alpha")
 
@@ -258,33 +260,22 @@ class DBSAHighlights(traitlets.HasTraits):
         state.setdefault("metric", str(first.attrs.get("metric", self.metrics[0])))
         state.setdefault("k", min(5, self.n_tokens))
         self._cache: dict[tuple[str, str, str], xr.Dataset] = {}
-        self._callbacks: list[Callable[[list[str]], Any]] = []
-        self._watched: Any = None
-        super().__init__(**state)
-        enable_offline()
-        self.controls = self._controls()
-        for name, control in self.controls.items():
-            ipywidgets.link((control, "value"), (self, name))
-            _size(control)
-        self.html_a = ipywidgets.HTML(layout=ipywidgets.Layout(width="50%", padding="0 8px"))
-        self.html_b = ipywidgets.HTML(layout=ipywidgets.Layout(width="50%", padding="0 8px"))
+        pane = ipywidgets.Layout(width="50%", padding="0 8px")
+        self.html_a = ipywidgets.HTML(layout=pane)
+        self.html_b = ipywidgets.HTML(layout=pane)
         self.table_html = ipywidgets.HTML()
         self.details = ipywidgets.HTML()
-        self.status = ipywidgets.HTML()
-        self.tables: dict[str, Any] = {}
-        self.jchart = alt.JupyterChart(self._render(), embed_options=EMBED_OPTIONS)
-        self._watch_selection()
-        self.observe(self._on_state, names=list(self._state))
+        super().__init__(**state)
+        self._build()
         self.observe(self._on_selected, names="selected")
-        wrap = ipywidgets.Layout(flex_flow="row wrap", align_items="flex-start")
-        self.ui = ipywidgets.VBox(
+
+    def _body(self) -> ipywidgets.Widget:
+        return ipywidgets.VBox(
             [
-                ipywidgets.Box(list(self.controls.values()), layout=wrap),
                 ipywidgets.HBox([self.html_a, self.html_b]),
                 self.table_html,
                 self.jchart,
                 self.details,
-                self.status,
             ]
         )
 
@@ -392,32 +383,21 @@ class DBSAHighlights(traitlets.HasTraits):
             alpha=self.alpha,
             title=title,
         )
-        return {"a": a, "b": b, **view}
+        return {"a": a, "b": b, "top_k": view["table"], **view}
+
+    def _chart(self, tables: dict[str, Any]) -> alt.TopLevelMixin:
+        return tables["chart"]
 
     def _render(self) -> alt.TopLevelMixin:
-        view = self._compute()
-        self.tables = {"top_k": view["table"], "a": view["a"], "b": view["b"]}
-        self.html_a.value = view["html_a"]
-        self.html_b.value = view["html_b"]
-        self.table_html.value = view["table_html"]
-        self.status.value = f"<small>{self._summary()}</small>"
+        chart = super()._render()
+        self.html_a.value = self.tables["html_a"]
+        self.html_b.value = self.tables["html_b"]
+        self.table_html.value = self.tables["table_html"]
         self._show_details()
-        return view["chart"]
+        return chart
 
-    def chart(self) -> alt.TopLevelMixin:
-        """The bar chart for the current state (a new ``alt.Chart``; nothing displayed)."""
-        return self._compute()["chart"]
-
-    def refresh(self) -> None:
-        """Recompute the view and update the chart in place."""
-        self.jchart.chart = self._render()
-        self._watch_selection()
-
-    def _on_state(self, change: dict) -> None:
-        self.refresh()
-
-    def _summary(self) -> str:
-        t = self.tables["top_k"]
+    def _summary(self, tables: dict[str, Any]) -> str:
+        t = tables["top_k"]
         if self.model_a == self.model_b:
             n_sig = int(t["significant"].sum())
             return f"{self.model_a}: {n_sig} of the top {self.k} tokens with p < {self.alpha:g}"
@@ -425,7 +405,7 @@ class DBSAHighlights(traitlets.HasTraits):
         def series(ds: xr.Dataset) -> pd.Series:
             return pd.Series(ds["effect_size"].values, index=map(str, ds["token"].values))
 
-        rho, n = spearman(series(self.tables["a"]), series(self.tables["b"]))
+        rho, n = spearman(series(tables["a"]), series(tables["b"]))
         top_a = set(t[(t["model"] == self.model_a) & t["top"]]["token"])
         top_b = set(t[(t["model"] == self.model_b) & t["top"]]["token"])
         return (
@@ -470,32 +450,3 @@ class DBSAHighlights(traitlets.HasTraits):
 
     def _on_selected(self, change: dict) -> None:
         self._show_details()
-
-    def _watch_selection(self) -> None:
-        selections = self.jchart.selections
-        if selections is self._watched:
-            return
-        if PICK in selections.trait_names():
-            selections.observe(self._on_pick, names=PICK)
-        self._watched = selections
-        if self.selected:
-            self.selected = []
-
-    def _on_pick(self, change: dict) -> None:
-        value = getattr(change["new"], "value", None) or []
-        picked = [str(v["token"]) for v in value if isinstance(v, dict) and "token" in v]
-        self.selected = picked
-        for cb in list(self._callbacks):
-            cb(picked)
-
-    def on_select(self, callback: Callable[[list[str]], Any], remove: bool = False) -> None:
-        """Call ``callback(tokens)`` when tokens are picked on the chart (click; shift-click
-        adds; an empty list when the pick is cleared). ``remove=True`` unregisters it."""
-        if remove:
-            if callback in self._callbacks:
-                self._callbacks.remove(callback)
-        elif callback not in self._callbacks:
-            self._callbacks.append(callback)
-
-    def _repr_mimebundle_(self, **kwargs: Any):
-        return self.ui._repr_mimebundle_(**kwargs)

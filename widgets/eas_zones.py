@@ -27,8 +27,8 @@ from psens.eas import instance_metrics, thresholds, zones
 from psens.plots_output import instance_key, template_scores, zones_scatter
 from psens.scoring import heuristic_scores
 
-from ._base import EMBED_OPTIONS
-from ._output import PICK, OutputWidget
+from ._base import EMBED_OPTIONS, BaseWidget
+from .charts import PICK
 
 __all__ = ["EASZones", "instance_detail"]
 
@@ -97,7 +97,7 @@ def _detail_html(metrics: pd.Series | None, detail: pd.DataFrame) -> str:
     return "<br>".join(parts) or "<small>Click an instance on the scatter.</small>"
 
 
-class EASZones(OutputWidget):
+class EASZones(BaseWidget):
     """Zone explorer: SensH vs SensJ per instance with the pooled-threshold rules.
 
     Parameters

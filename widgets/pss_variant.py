@@ -33,7 +33,8 @@ from psens._validation import fail
 from psens.plots_output import pss_by_model, pss_by_shot, pss_by_variant, variant_disagreement
 from psens.pss import pss as dataset_pss
 
-from ._output import PICK, OutputWidget
+from ._base import BaseWidget
+from .charts import PICK
 
 __all__ = ["PSSByVariant", "pss_tables"]
 
@@ -135,7 +136,7 @@ def pss_tables(
     return {"model": by_model, "variant": by_variant, "style": by_style, "shot": by_shot}
 
 
-class PSSByVariant(OutputWidget):
+class PSSByVariant(BaseWidget):
     """PSS per model / per variant, style or shot, for binary or graded scores.
 
     Parameters
