@@ -473,37 +473,25 @@ def _run_dask(cfg: RunConfig, todo, progress: bool) -> None:
 # ----------------------------------------------------------------------------- summary
 
 
-def output_consistency(ds) -> np.ndarray:
-    """Share of samples whose prediction is identical under every template, per model."""
-    pred = ds["prediction"].transpose("model", "sample", ..., "template").values.astype(str)
-    same = (pred == pred[..., :1]).all(axis=-1)
-    same = same.reshape(same.shape[0], -1)
-    return same.mean(axis=1)
-
-
 def summarize(ds, wall: float | None = None) -> str:
     """One line per model: IPS (all/low/mid/high), output consistency, failed blocks."""
-    from psens.ips import aggregate, ips
+    from psens import tables
 
     ds = ds.load()
-    tau = float(ds.attrs.get("tau", 0.1))
-    done = ds["status"] == store.DONE
+    if "shot" in ds.dims:
+        ds = ds.isel(shot=0)
+    done = ds["status"].values == store.DONE
+    per_sample = tables.per_sample_ips(ds, float(ds.attrs.get("tau", 0.1)))
+    consistency = tables.output_consistency(ds)
     lines = []
-    consistency = output_consistency(ds)
     for m, name in enumerate(ds["model"].values):
-        sub = ds.isel(model=m, sample=np.flatnonzero(done.values[m]))
-        parts = []
-        for order in (None, "low", "mid", "high"):
-            if sub.sizes.get("sample", 0) == 0:
-                parts.append("n/a")
-                continue
-            value = aggregate(ips(sub, tau=tau, order=order), "sample")
-            mean = float(np.asarray(value).mean()) if value.size else float("nan")
-            parts.append(f"{mean:.3f}" if math.isfinite(mean) else "nan")
-        failed = int((ds["status"].isel(model=m) == store.FAILED).sum())
+        values = per_sample.isel(model=m).values[done[m]]  # [sample, type]
+        means = [np.nanmean(col) if np.isfinite(col).any() else np.nan for col in values.T]
+        parts = [f"{x:.3f}" if math.isfinite(x) else "n/a" for x in means]
+        failed = int((ds["status"].values[m] == store.FAILED).sum())
         lines.append(
             f"  {name}: IPS {parts[0]} (low {parts[1]}, mid {parts[2]}, high {parts[3]}); "
-            f"output consistency {consistency[m]:.2f}"
+            f"output consistency {consistency.iloc[m]:.2f}"
             + (f"; {failed} failed block(s)" if failed else "")
         )
     head = "psens run summary" + (f" ({_fmt_time(wall)})" if wall is not None else "") + ":"

@@ -20,8 +20,7 @@ import ipywidgets
 import traitlets
 
 from psens._validation import fail
-
-from .charts import PICK
+from psens.plots_ips import PICK
 
 __all__ = [
     "EMBED_OPTIONS",

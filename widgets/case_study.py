@@ -9,10 +9,10 @@ import ipywidgets
 import traitlets
 
 from psens._validation import check_in_interval, fail
+from psens.plots_ips import case_study_chart
+from psens.tables import case_table
 
 from ._base import ChartWidget, check_run
-from ._data import case_table
-from .charts import case_study_chart
 
 __all__ = ["CaseStudy"]
 

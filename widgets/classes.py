@@ -10,10 +10,10 @@ import ipywidgets
 import traitlets
 
 from psens._validation import check_in_interval, fail
+from psens.plots_ips import classes_chart
+from psens.tables import ORDER_TYPES, class_table
 
 from ._base import ChartWidget, check_run
-from ._data import ORDER_TYPES, class_table
-from .charts import classes_chart
 
 __all__ = ["InteractionClasses"]
 

@@ -26,9 +26,9 @@ from psens.dbsa.analysis import analyse
 from psens.dbsa.distances import STATISTICS
 from psens.dbsa.highlight import highlight_html
 from psens.dbsa.plots import compare_top_k, compare_top_k_chart
+from psens.plots_ips import PICK
 
 from ._base import BaseWidget
-from .charts import PICK
 
 __all__ = ["DBSAHighlights", "dbsa_view"]
 

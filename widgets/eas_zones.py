@@ -24,11 +24,11 @@ import traitlets
 from psens._validation import check_in_interval, fail
 from psens.eas import _judge_float as judge_float
 from psens.eas import instance_metrics, thresholds, zones
+from psens.plots_ips import PICK
 from psens.plots_output import instance_key, template_scores, zones_scatter
 from psens.scoring import heuristic_scores
 
 from ._base import EMBED_OPTIONS, BaseWidget
-from .charts import PICK
 
 __all__ = ["EASZones", "instance_detail"]
 

@@ -10,10 +10,10 @@ import ipywidgets
 import traitlets
 
 from psens._validation import check_in_interval, fail
+from psens.plots_ips import factor_chart
+from psens.tables import _format_value, factor_table, group_values, model_meta, per_sample_ips
 
 from ._base import ChartWidget, check_run
-from ._data import _format_value, factor_table, group_values, model_meta, per_sample_ips
-from .charts import factor_chart
 
 __all__ = ["FactorCompare"]
 

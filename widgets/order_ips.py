@@ -10,9 +10,8 @@ import ipywidgets
 import traitlets
 
 from psens._validation import check_in_interval, fail
-
-from ._base import ChartWidget, check_run
-from ._data import (
+from psens.plots_ips import order_ips_chart
+from psens.tables import (
     ORDER_TYPES,
     model_meta,
     order_ips_table,
@@ -20,7 +19,8 @@ from ._data import (
     sample_subsets,
     select_samples,
 )
-from .charts import order_ips_chart
+
+from ._base import ChartWidget, check_run
 
 __all__ = ["OrderIPS"]
 

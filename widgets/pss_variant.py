@@ -30,11 +30,11 @@ import traitlets
 import xarray as xr
 
 from psens._validation import fail
+from psens.plots_ips import PICK
 from psens.plots_output import pss_by_model, pss_by_shot, pss_by_variant, variant_disagreement
 from psens.pss import pss as dataset_pss
 
 from ._base import BaseWidget
-from .charts import PICK
 
 __all__ = ["PSSByVariant", "pss_tables"]
 

@@ -11,10 +11,10 @@ import pandas as pd
 import traitlets
 
 from psens._validation import check_in_interval, fail
+from psens.plots_ips import sparsity_chart
+from psens.tables import matching_curve, matching_error_table, sparsity_table
 
 from ._base import ChartWidget, check_run
-from ._data import matching_curve, matching_error_table, sparsity_table
-from .charts import sparsity_chart
 
 __all__ = ["Sparsity"]
 

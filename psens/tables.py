@@ -1,4 +1,4 @@
-"""Tables behind the widgets: a run Dataset reduced to small pandas frames.
+"""Tables behind the charts, widgets and report: a run Dataset reduced to small frames.
 
 Everything here is UI-free and deterministic: each function takes a run Dataset (or a
 slice of one, see :mod:`psens.store` for the schema) and returns a
@@ -225,18 +225,16 @@ def order_ips_table(per_sample, meta: pd.DataFrame, shot: int | None = None) -> 
 
 
 def output_consistency(ds, shot: int | None = None) -> pd.Series:
-    """Share of samples whose prediction is identical under every template (fig. 4b).
+    """Share of samples whose prediction is identical under every template, per model
+    (fig. 4b). Samples of a model without a prediction (not done) are left out; see
+    :func:`psens.factors.consistency.sample_consistency` for the per-sample values."""
+    from psens.factors.consistency import sample_consistency
 
-    Samples of a model that are not done (no prediction) are left out.
-    """
-    out = {}
-    for m, model in enumerate(ds["model"].values):
-        pred = at_shot(ds["prediction"].isel(model=m), shot)
-        p = np.asarray(pred.transpose("sample", "template").values).astype(str)
-        done = (p != "").all(axis=1)
-        same = (p == p[:, :1]).all(axis=1)
-        out[str(model)] = float(same[done].mean()) if done.any() else np.nan
-    return pd.Series(out, name="output_consistency")
+    per_sample = sample_consistency(ds, shot=shot)
+    means = per_sample.mean("sample", skipna=True)
+    return pd.Series(
+        means.values, index=[str(m) for m in means["model"].values], name="output_consistency"
+    )
 
 
 # ----------------------------------------------------------------------------- classes

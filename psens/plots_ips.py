@@ -1,4 +1,4 @@
-"""Pure chart builders: a table (see :mod:`psens.widgets._data`) in, an ``alt.Chart`` out.
+"""Pure chart builders: a table (see :mod:`psens.tables`) in, an ``alt.Chart`` out.
 
 Every function here is a value-to-value map with no display and no UI import: the
 widgets call them on each state change and hand the result to their one
@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import altair as alt
 import pandas as pd
 
-from psens.ips import CLASSES
+try:
+    import altair as alt
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("psens.plots_ips needs altair: pip install 'psens[widgets]'") from exc
 
-from ._data import CLASS_LABELS, ORDER_TYPES
+from psens.ips import CLASSES
+from psens.tables import CLASS_LABELS, ORDER_TYPES
 
 __all__ = [
     "CLASS_COLORS",
@@ -65,7 +68,7 @@ def order_ips_chart(
     """IPS per model and interaction order (fig. 9, ``layout="grouped"``) or one panel per
     order with models sorted by series and scale (fig. 11, ``layout="by_order"``).
 
-    ``table``: :func:`psens.widgets._data.order_ips_table`. Click a bar to pick a model.
+    ``table``: :func:`psens.tables.order_ips_table`. Click a bar to pick a model.
     """
     types = [t for t in ORDER_TYPES if t in types]
     data = table[table["type"].isin(types)].copy()
@@ -125,7 +128,7 @@ def classes_chart(table: pd.DataFrame, *, title: str = "") -> alt.Chart:
     """Shares of opposite-sign / different-effect / similar interactions per model, one row
     for changed and one for unchanged outputs (fig. 3b).
 
-    ``table``: :func:`psens.widgets._data.class_table`.
+    ``table``: :func:`psens.tables.class_table`.
     """
     labels = [CLASS_LABELS[c] for c in CLASSES]
     data = table.copy()
@@ -178,7 +181,7 @@ def case_study_chart(
     subtitle: Sequence[str] = (),
 ) -> alt.LayerChart:
     """The top salient interactions of one sample, T (blue) beside T-hat (red), labelled
-    by their words (fig. 3a / 19). ``table``: :func:`psens.widgets._data.case_table`."""
+    by their words (fig. 3a / 19). ``table``: :func:`psens.tables.case_table`."""
     labels = table.drop_duplicates("label").sort_values("rank")["label"].tolist()
     y = alt.Y("label:N", sort=labels, title=None, axis=alt.Axis(labelLimit=320))
     bars = (
@@ -220,7 +223,7 @@ def case_study_chart(
 
 def factor_chart(groups: pd.DataFrame, delta: pd.DataFrame, *, title: str = "") -> alt.HConcatChart:
     """Two groups side by side, overall and per order, and the relative change ΔIPS
-    (fig. 10). Tables: :func:`psens.widgets._data.factor_table`."""
+    (fig. 10). Tables: :func:`psens.tables.factor_table`."""
     types = list(ORDER_TYPES)
     names = list(pd.unique(groups["group"]))
     left = (
@@ -367,7 +370,7 @@ def sparsity_chart(
 def ips_ranking_chart(table: pd.DataFrame, *, title: str = "") -> alt.Chart:
     """Overall IPS of every model in ascending order (fig. 4a).
 
-    ``table``: :func:`psens.widgets._data.order_ips_table` (the ``all`` rows are used).
+    ``table``: :func:`psens.tables.order_ips_table` (the ``all`` rows are used).
     """
     data = table[table["type"] == "all"]
     order = data.sort_values(["ips", "model"])["model"].tolist()
