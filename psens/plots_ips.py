@@ -155,7 +155,18 @@ def classes_chart(table: pd.DataFrame, *, title: str = "") -> alt.Chart:
                 scale=alt.Scale(domain=labels, range=[CLASS_COLORS[lab] for lab in labels]),
             ),
             order=alt.Order("class_rank:Q"),
-            row=alt.Row("group_label:N", title=None, sort=["output changed", "output unchanged"]),
+            row=alt.Row(
+                "group_label:N",
+                title=None,
+                sort=["output changed", "output unchanged"],
+                header=alt.Header(
+                    labelAngle=0,
+                    labelAlign="left",
+                    labelAnchor="start",
+                    labelOrient="top",
+                    labelFontWeight="bold",
+                ),
+            ),
             opacity=alt.condition(pick, alt.value(1.0), alt.value(0.3)),
             tooltip=[
                 alt.Tooltip("model:N"),
