@@ -19,7 +19,7 @@ import altair as alt
 import ipywidgets
 import traitlets
 
-from psens._validation import fail
+from psens._validation import check_in_interval, fail
 from psens.plots_ips import PICK
 
 __all__ = [
@@ -221,6 +221,7 @@ class ChartWidget(BaseWidget):
 
     _clear_pick_on_redraw = True
     selected = traitlets.List(traitlets.Unicode(), help="models picked on the chart")
+    tau = traitlets.Float(0.1, help="salience threshold on normalised interactions")
 
     def __init__(self, ds, **state: Any) -> None:
         check_run(ds, type(self).__name__)
@@ -229,7 +230,23 @@ class ChartWidget(BaseWidget):
         super().__init__(**state)
         self._build()
 
+    @traitlets.validate("tau")
+    def _valid_tau(self, proposal):
+        check_in_interval(proposal["value"], type(self).__name__, "tau", 0.0, 1.0)
+        return proposal["value"]
+
     # -- helpers for subclasses -------------------------------------------------------
+    def _tau_control(self) -> ipywidgets.FloatSlider:
+        return ipywidgets.FloatSlider(
+            value=self.tau,
+            min=0.01,
+            max=0.5,
+            step=0.01,
+            description="τ",
+            readout_format=".2f",
+            continuous_update=False,
+        )
+
     def _check_models(self, models: Sequence[str], where: str) -> list[str]:
         bad = [m for m in models if m not in self.model_names]
         if bad:

@@ -8,7 +8,7 @@ import altair as alt
 import ipywidgets
 import traitlets
 
-from psens._validation import check_in_interval, fail
+from psens._validation import fail
 from psens.plots_ips import case_study_chart
 from psens.tables import case_table
 
@@ -52,7 +52,6 @@ class CaseStudy(ChartWidget):
     sample = traitlets.Unicode()
     template_a = traitlets.Unicode()
     template_b = traitlets.Unicode()
-    tau = traitlets.Float(0.1)
     top_k = traitlets.Int(10)
     shot = traitlets.Int(None, allow_none=True)
     _state = ("model", "sample", "template_a", "template_b", "tau", "top_k", "shot")
@@ -89,11 +88,6 @@ class CaseStudy(ChartWidget):
     def _valid_template(self, proposal):
         return self._one_of(proposal["trait"].name, proposal["value"], self.templates)
 
-    @traitlets.validate("tau")
-    def _valid_tau(self, proposal):
-        check_in_interval(proposal["value"], "CaseStudy", "tau", 0.0, 1.0)
-        return proposal["value"]
-
     @traitlets.validate("top_k")
     def _valid_top_k(self, proposal):
         if proposal["value"] < 1:
@@ -114,15 +108,7 @@ class CaseStudy(ChartWidget):
             "template_b": ipywidgets.Dropdown(
                 options=self.templates, value=self.template_b, description="T̂"
             ),
-            "tau": ipywidgets.FloatSlider(
-                value=self.tau,
-                min=0.01,
-                max=0.5,
-                step=0.01,
-                description="τ",
-                readout_format=".2f",
-                continuous_update=False,
-            ),
+            "tau": self._tau_control(),
             "top_k": ipywidgets.IntSlider(
                 value=self.top_k, min=1, max=30, description="top k", continuous_update=False
             ),

@@ -9,7 +9,7 @@ import altair as alt
 import ipywidgets
 import traitlets
 
-from psens._validation import check_in_interval, fail
+from psens._validation import fail
 from psens.plots_ips import classes_chart
 from psens.tables import ORDER_TYPES, class_table
 
@@ -49,7 +49,6 @@ class InteractionClasses(ChartWidget):
     ['changed', 'unchanged']
     """
 
-    tau = traitlets.Float(0.1)
     models = traitlets.List(traitlets.Unicode())
     pair = traitlets.Int(None, allow_none=True)
     order = traitlets.Enum(ORDER_TYPES, default_value="all")
@@ -62,11 +61,6 @@ class InteractionClasses(ChartWidget):
         if "shot" in ds.dims and state.get("shot") is None:
             state["shot"] = int(ds["shot"].values[0])
         super().__init__(ds, models=list(models) if models is not None else names, **state)
-
-    @traitlets.validate("tau")
-    def _valid_tau(self, proposal):
-        check_in_interval(proposal["value"], "InteractionClasses", "tau", 0.0, 1.0)
-        return proposal["value"]
 
     @traitlets.validate("models")
     def _valid_models(self, proposal):
@@ -94,15 +88,7 @@ class InteractionClasses(ChartWidget):
             "pair": ipywidgets.Dropdown(
                 options=self.pair_options(), value=self.pair, description="templates"
             ),
-            "tau": ipywidgets.FloatSlider(
-                value=self.tau,
-                min=0.01,
-                max=0.5,
-                step=0.01,
-                description="τ",
-                readout_format=".2f",
-                continuous_update=False,
-            ),
+            "tau": self._tau_control(),
             "order": ipywidgets.Dropdown(
                 options=list(ORDER_TYPES), value=self.order, description="order"
             ),

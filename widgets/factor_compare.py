@@ -9,7 +9,7 @@ import altair as alt
 import ipywidgets
 import traitlets
 
-from psens._validation import check_in_interval, fail
+from psens._validation import fail
 from psens.plots_ips import factor_chart
 from psens.tables import _format_value, factor_table, group_values, model_meta, per_sample_ips
 
@@ -62,7 +62,6 @@ class FactorCompare(ChartWidget):
     a = traitlets.List()
     b = traitlets.List()
     match = traitlets.Unicode("none")
-    tau = traitlets.Float(0.1)
     models = traitlets.List(traitlets.Unicode())
     shot = traitlets.Int(None, allow_none=True)
     _state = ("a", "b", "match", "tau", "models", "shot")
@@ -124,11 +123,6 @@ class FactorCompare(ChartWidget):
             out.append("series+params")
         return out
 
-    @traitlets.validate("tau")
-    def _valid_tau(self, proposal):
-        check_in_interval(proposal["value"], "FactorCompare", "tau", 0.0, 1.0)
-        return proposal["value"]
-
     @traitlets.validate("models")
     def _valid_models(self, proposal):
         return self._check_models(proposal["value"], "FactorCompare")
@@ -155,15 +149,7 @@ class FactorCompare(ChartWidget):
             "match": ipywidgets.Dropdown(
                 options=self.match_options(), value=self.match, description="pair on"
             ),
-            "tau": ipywidgets.FloatSlider(
-                value=self.tau,
-                min=0.01,
-                max=0.5,
-                step=0.01,
-                description="τ",
-                readout_format=".2f",
-                continuous_update=False,
-            ),
+            "tau": self._tau_control(),
             "models": self._models_control(),
         }
 

@@ -9,7 +9,7 @@ import altair as alt
 import ipywidgets
 import traitlets
 
-from psens._validation import check_in_interval, fail
+from psens._validation import fail
 from psens.plots_ips import order_ips_chart
 from psens.tables import (
     ORDER_TYPES,
@@ -61,7 +61,6 @@ class OrderIPS(ChartWidget):
     ['all', 'high', 'low', 'mid']
     """
 
-    tau = traitlets.Float(0.1)
     models = traitlets.List(traitlets.Unicode())
     subset = traitlets.Unicode("all")
     types = traitlets.List(traitlets.Unicode(), default_value=["low", "mid", "high"])
@@ -77,11 +76,6 @@ class OrderIPS(ChartWidget):
         self._cache: dict[float, Any] = {}
         self._meta = model_meta(ds)
         super().__init__(ds, models=list(models) if models is not None else names, **state)
-
-    @traitlets.validate("tau")
-    def _valid_tau(self, proposal):
-        check_in_interval(proposal["value"], "OrderIPS", "tau", 0.0, 1.0)
-        return proposal["value"]
 
     @traitlets.validate("models")
     def _valid_models(self, proposal):
@@ -102,15 +96,7 @@ class OrderIPS(ChartWidget):
 
     def _controls(self) -> dict[str, ipywidgets.Widget]:
         out: dict[str, ipywidgets.Widget] = {
-            "tau": ipywidgets.FloatSlider(
-                value=self.tau,
-                min=0.01,
-                max=0.5,
-                step=0.01,
-                description="τ",
-                readout_format=".2f",
-                continuous_update=False,
-            ),
+            "tau": self._tau_control(),
             "subset": ipywidgets.Dropdown(
                 options=sample_subsets(self.ds), value=self.subset, description="samples"
             ),

@@ -57,7 +57,6 @@ class Sparsity(ChartWidget):
     template = traitlets.Unicode()
     models = traitlets.List(traitlets.Unicode())
     fraction = traitlets.Float(0.05)
-    tau = traitlets.Float(0.1)
     shot = traitlets.Int(None, allow_none=True)
     _state = ("model", "sample", "template", "models", "fraction", "tau", "shot")
 
@@ -98,11 +97,6 @@ class Sparsity(ChartWidget):
     @traitlets.validate("fraction")
     def _valid_fraction(self, proposal):
         check_in_interval(proposal["value"], "Sparsity", "fraction", 0.0, 1.0, closed="right")
-        return proposal["value"]
-
-    @traitlets.validate("tau")
-    def _valid_tau(self, proposal):
-        check_in_interval(proposal["value"], "Sparsity", "tau", 0.0, 1.0)
         return proposal["value"]
 
     def _controls(self) -> dict[str, ipywidgets.Widget]:
