@@ -11,8 +11,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbformat.v4 import new_code_cell, new_markdown_cell
+from notebook_tools import write_all
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "notebooks"
@@ -422,26 +422,8 @@ def cells() -> list:
     ]
 
 
-def build() -> nbformat.NotebookNode:
-    nb = new_notebook(cells=cells())
-    nb.metadata["kernelspec"] = {
-        "display_name": "Python 3 (ipykernel)",
-        "language": "python",
-        "name": "python3",
-    }
-    nb.metadata["language_info"] = {"name": "python"}
-    for i, cell in enumerate(nb.cells):
-        cell["id"] = f"11-{i:02d}"
-    nbformat.validate(nb)
-    return nb
-
-
 def main(argv: list[str]) -> int:
-    OUT.mkdir(exist_ok=True)
-    path = OUT / NAME
-    nbformat.write(build(), path)
-    print("wrote", path.relative_to(ROOT))
-    return 0
+    return write_all({NAME: cells}, argv)
 
 
 if __name__ == "__main__":

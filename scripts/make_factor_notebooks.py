@@ -3,12 +3,10 @@
 Run from anywhere: ``python scripts/make_factor_notebooks.py``.
 """
 
-from pathlib import Path
+import sys
 
 import nbformat as nbf
-
-OUT = Path(__file__).resolve().parents[1] / "notebooks"
-OUT.mkdir(exist_ok=True)
+from notebook_tools import write_all
 
 PARAMS = """import os
 
@@ -51,22 +49,15 @@ SYNTH_NOTE = (
 )
 
 
-def nb(cells):
-    book = nbf.v4.new_notebook()
+def to_cells(specs):
+    """``(kind, source, *tags)`` tuples -> nbformat cells."""
     out = []
-    for kind, src, *tags in cells:
+    for kind, src, *tags in specs:
         cell = nbf.v4.new_markdown_cell(src) if kind == "md" else nbf.v4.new_code_cell(src)
         if tags:
             cell.metadata["tags"] = list(tags)
         out.append(cell)
-    book.cells = out
-    book.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    book.metadata["language_info"] = {"name": "python"}
-    return book
+    return out
 
 
 f05 = [
@@ -358,10 +349,12 @@ f07 = [
     ("code", "plots.perturbation_chart(kinds)"),
 ]
 
-for name, cells in (
-    ("05_factors.ipynb", f05),
-    ("06_threshold_robustness.ipynb", f06),
-    ("07_perturbation_kinds.ipynb", f07),
-):
-    nbf.write(nb(cells), OUT / name)
-    print("wrote", OUT / name)
+if __name__ == "__main__":
+    write_all(
+        {
+            "05_factors.ipynb": lambda: to_cells(f05),
+            "06_threshold_robustness.ipynb": lambda: to_cells(f06),
+            "07_perturbation_kinds.ipynb": lambda: to_cells(f07),
+        },
+        sys.argv[1:],
+    )

@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbformat.v4 import new_code_cell, new_markdown_cell
+from notebook_tools import write_all
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "notebooks"
@@ -514,27 +514,8 @@ NOTEBOOKS = {
 }
 
 
-def build(name: str) -> nbformat.NotebookNode:
-    nb = new_notebook(cells=NOTEBOOKS[name]())
-    nb.metadata["kernelspec"] = {
-        "display_name": "Python 3 (ipykernel)",
-        "language": "python",
-        "name": "python3",
-    }
-    nb.metadata["language_info"] = {"name": "python"}
-    for i, cell in enumerate(nb.cells):
-        cell["id"] = f"{name[:2]}-{i:02d}"
-    nbformat.validate(nb)
-    return nb
-
-
 def main(argv: list[str]) -> int:
-    OUT.mkdir(exist_ok=True)
-    for name in argv or list(NOTEBOOKS):
-        path = OUT / name
-        nbformat.write(build(name), path)
-        print("wrote", path.relative_to(ROOT))
-    return 0
+    return write_all(NOTEBOOKS, argv)
 
 
 if __name__ == "__main__":
