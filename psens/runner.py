@@ -404,7 +404,7 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
         f"psens run: {len(cfg.models)} model(s) x {len(plan.items)} samples x "
         f"{len(plan.templates)} templates x {len(plan.shot_keys)} shot setting(s); "
         f"{est['forward_passes']:,} masked prompts (~{_fmt_time(est['seconds'])} on a 2-core "
-        f"CPU), store ~{est['store_bytes'] / 2**20:.1f} MiB"
+        f"CPU), store ~{_fmt_bytes(est['store_bytes'])}"
     )
     _check_disk(Path(cfg.store), est["store_bytes"])
     ds = _open_or_create(plan, overwrite)
@@ -496,6 +496,14 @@ def summarize(ds, wall: float | None = None) -> str:
         )
     head = "psens run summary" + (f" ({_fmt_time(wall)})" if wall is not None else "") + ":"
     return "\n".join([head, *lines])
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
 
 
 def _fmt_time(seconds: float) -> str:

@@ -17,7 +17,10 @@ The empty set's two interactions always sum to :math:`v(\emptyset)` and any spli
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
+import sys
 from typing import Any
 
 import numpy as np
@@ -96,6 +99,20 @@ def _zeta_nonempty(n: int):
     return Z[1:, 1:].tocsc()
 
 
+@contextlib.contextmanager
+def _silent_fd(fd: int):
+    """Send what C code writes to file descriptor ``fd`` to /dev/null for a moment."""
+    sys.stdout.flush()
+    saved = os.dup(fd)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), fd)
+        yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
+
+
 class _DualLP:
     """The dual LP of one ``n``, kept in one HiGHS instance and re-solved per game.
 
@@ -108,7 +125,8 @@ class _DualLP:
 
         m = (1 << n) - 1
         Z = _zeta_nonempty(n)
-        h = highspy.Highs()
+        with _silent_fd(1):  # HiGHS prints a licence banner on construction
+            h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("solver", "simplex")
         lp = highspy.HighsLp()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -254,14 +255,18 @@ def load_model_and_tokenizer(
         cache: Path = src["cache"]
         if not (cache / "config.json").exists():
             gguf = src["path"] or _packaged_gguf(src["name"], cache_root(cache_dir))
-            if verbose:
-                print(f"psens: converting {gguf.name} once into {cache} (20-60 s)")
+            # long and one-off: always say so (stderr), whatever ``verbose``
+            print(f"psens: converting {gguf.name} once into {cache} (20-60 s)", file=sys.stderr)
             convert_gguf(gguf, cache)
         folder, hub = cache, False
     elif src["kind"] == "folder":
         folder, hub = src["path"], False
     else:
         folder, hub = src["path"], True
+    if not verbose:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
     tok = AutoTokenizer.from_pretrained(folder)
     if check_tokenizer is not None:
         check_tokenizer(tok)  # clear errors before the expensive model load
