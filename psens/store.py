@@ -240,8 +240,9 @@ def open_run(path: str | os.PathLike):
     try:
         import zarr
 
-        group = zarr.open_group(str(path), mode="r")
+        group = zarr.open_group(str(path), mode="r", use_consolidated=False)
         attrs = dict(group.attrs)
+        on_disk = set(group.array_keys())
     except Exception as exc:  # not a zarr group at all
         fail(
             where,
@@ -261,6 +262,13 @@ def open_run(path: str | os.PathLike):
             f"{path} has psens schema version {version!r}; this psens reads "
             f"version {SCHEMA_VERSION}",
             "Upgrade psens, or re-run with this version",
+        )
+    lost = [v for v in (*BLOCK_VARS, "prompt", "target") if v not in on_disk]
+    if lost:
+        fail(
+            where,
+            f"{path} is damaged: the arrays {lost} are missing on disk",
+            "Delete the store and run again (a run resumes block by block)",
         )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

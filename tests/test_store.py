@@ -95,3 +95,16 @@ def test_foreign_and_unknown_version_refused(tmp_path, run):
     group.attrs["psens_schema_version"] = 99
     with pytest.raises(ValueError, match="schema version 99"):
         store.open_run(path)
+
+
+def test_damaged_store_is_refused(tmp_path, run):
+    import shutil
+
+    path = store.save(run, tmp_path / "r.zarr")
+    shutil.rmtree(path / "I_and")
+    with pytest.raises(ValueError, match=r"damaged.*I_and"):
+        store.open_run(path)
+    bad = store.save(run, tmp_path / "b.zarr")
+    (bad / "zarr.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not a zarr store"):
+        store.open_run(bad)
