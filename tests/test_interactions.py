@@ -284,3 +284,15 @@ def test_exact_result_does_not_depend_on_earlier_calls():
     again = and_or(game, "exact")
     np.testing.assert_array_equal(fresh.gamma, again.gamma)
     np.testing.assert_array_equal(fresh.I_and, again.I_and)
+
+
+def test_exact_result_does_not_depend_on_thread_count(monkeypatch):
+    import psens.interactions.exact as exact
+
+    v = np.random.default_rng(9).normal(size=(20, 32))
+    parallel = and_or(v, "exact")
+    monkeypatch.setattr(exact.os, "cpu_count", lambda: 1)
+    serial = and_or(v, "exact")
+    np.testing.assert_array_equal(parallel.gamma, serial.gamma)
+    single = and_or(v[8:16], "exact")  # the second chunk on its own
+    np.testing.assert_array_equal(single.gamma, parallel.gamma[8:16])

@@ -21,6 +21,8 @@ import contextlib
 import functools
 import os
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -164,9 +166,33 @@ class _DualLP:
         return duals, float(self.h.getInfo().objective_function_value)
 
 
-@functools.lru_cache(maxsize=4)
+_LOCAL = threading.local()
+
+#: games per chunk; each chunk starts from a fresh basis, so a game's result depends only on
+#: the games of its chunk, never on the number of threads or on earlier calls
+CHUNK = 8
+
+
 def _dual_lp(n: int) -> _DualLP:
-    return _DualLP(n)
+    """This thread's HiGHS instance for ``n`` players (HiGHS objects are not shared)."""
+    cache = getattr(_LOCAL, "lps", None)
+    if cache is None:
+        cache = _LOCAL.lps = {}
+    if n not in cache:
+        cache[n] = _DualLP(n)
+    return cache[n]
+
+
+def _solve_chunk(n: int, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row duals and objectives of the games ``d`` (one chunk), from a fresh basis."""
+    lp = _dual_lp(n)
+    lp.reset()  # degenerate LPs have many optimal vertices: the history must not pick one
+    a = np.zeros_like(d)
+    objective = np.zeros(len(d))
+    for r in range(len(d)):
+        a[r], obj = lp.solve(d[r])
+        objective[r] = -obj
+    return a, objective
 
 
 def _sign_of_empty(n: int) -> np.ndarray:
@@ -219,19 +245,32 @@ def solve_gamma(
     gamma = np.zeros_like(v64)
     if n == 0:
         return gamma.astype(flat.dtype), {"backend": "closed form"}
-    lp = _dual_lp(n)
-    lp.reset()  # degenerate LPs have many optimal vertices: the history must not pick one
     d = -_sign_of_empty(n)[1:] * mobius_or(v64)[:, 1:]
     a = np.zeros_like(v64)
     objective = np.zeros(len(v64))
-    rows = range(len(v64))
+    starts = list(range(0, len(v64), CHUNK))
+    bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        rows = tqdm(rows, desc=f"AND-OR exact (n={n})", unit="game")
-    for r in rows:
-        a[r, 1:], obj = lp.solve(d[r])
-        objective[r] = -obj
+        bar = tqdm(total=len(v64), desc=f"AND-OR exact (n={n})", unit="game")
+
+    def run(start: int) -> int:
+        stop = min(start + CHUNK, len(v64))
+        a[start:stop, 1:], objective[start:stop] = _solve_chunk(n, d[start:stop])
+        if bar is not None:
+            bar.update(stop - start)
+        return stop
+
+    workers = min(len(starts), os.cpu_count() or 1)
+    if workers > 1:  # HiGHS releases the GIL: one instance per thread
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(run, starts))
+    else:
+        for start in starts:
+            run(start)
+    if bar is not None:
+        bar.close()
     a[:, 0] = 0.5 * v64[:, 0]
     gamma = canonical_gamma(inverse_mobius_and(a) - 0.5 * v64)
     got = np.abs(mobius_and(0.5 * v64 + gamma)).sum(-1) + np.abs(mobius_or(0.5 * v64 - gamma)).sum(
