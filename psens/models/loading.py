@@ -23,13 +23,13 @@ Packaged offline models (see ``docs/offline-assets.md``)
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from psens._packages import package_folder
 from psens._validation import fail
 
 __all__ = ["PACKAGED_MODELS", "cache_root", "load_model_and_tokenizer", "resolve_source"]
@@ -73,19 +73,9 @@ def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
     return base / "models"
 
 
-def _package_folder(module: str) -> Path | None:
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
 def _packaged_gguf(name: str, cache: Path) -> Path:
     info = PACKAGED_MODELS[name]
-    folder = _package_folder(info["module"])
+    folder = package_folder(info["module"])
     if folder is None:
         fail(
             f"psens.models.load({name!r})",
