@@ -327,3 +327,15 @@ def test_gemma3_base_loads_offline_when_installed():
     n = len(prompts.variables(EGG, n_max=4))
     v = scorer.value(EGG, "ips1", np.arange(2**n))
     assert v.shape == (2**n,) and np.isfinite(v).all()
+
+
+def test_model_table_found_in_a_wheel_install(monkeypatch, tmp_path):
+    """Outside a checkout, the table comes from <prefix>/share/psens (pyproject data-files)."""
+    import sys
+
+    from psens.models import registry
+
+    fake_pkg = tmp_path / "site" / "psens" / "models" / "registry.py"
+    monkeypatch.setattr(registry, "__file__", str(fake_pkg))
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "prefix"))
+    assert registry.data_dir() == tmp_path / "prefix" / "share" / "psens"

@@ -10,6 +10,7 @@ of an offline model) and ``source``.
 
 from __future__ import annotations
 
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -19,8 +20,12 @@ __all__ = ["data_dir", "lookup", "model_table"]
 
 
 def data_dir() -> Path:
-    """The repository's ``data/`` folder (next to the ``psens`` package)."""
-    return Path(__file__).resolve().parents[2] / "data"
+    """The ``data/`` folder: the checkout's (editable installs), else the copy a wheel
+    installs under ``<prefix>/share/psens`` (``[tool.setuptools.data-files]``)."""
+    checkout = Path(__file__).resolve().parents[2] / "data"
+    if (checkout / "models.csv").exists():
+        return checkout
+    return Path(sys.prefix) / "share" / "psens"
 
 
 @lru_cache(maxsize=1)
