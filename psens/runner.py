@@ -37,8 +37,10 @@ __all__ = ["estimate", "run", "select_items", "summarize"]
 
 #: masked prompts per second of a 135M-parameter model on one 2-core CPU (measured), used
 #: to print a rough time estimate before a run; larger models scale ~linearly with size.
-REFERENCE_RATE = 60.0
+REFERENCE_RATE = 40.0
 REFERENCE_PARAMS = 0.135
+#: seconds per unmasked prediction (greedy generation of a few tokens) and per model load
+PREDICT_SECONDS, LOAD_SECONDS = 0.4, 10.0
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -143,8 +145,10 @@ def estimate(plan: Plan) -> dict[str, Any]:
     for m in cfg.models:
         row = lookup(m) or {}
         params = float(row.get("params") or REFERENCE_PARAMS)
+        scale = max(1.0, params / REFERENCE_PARAMS)
         share = passes / len(cfg.models)
-        seconds += share / REFERENCE_RATE * max(1.0, params / REFERENCE_PARAMS)
+        predictions = len(plan.items) * len(plan.shot_keys) * len(plan.templates)
+        seconds += (share / REFERENCE_RATE + predictions * PREDICT_SECONDS) * scale + LOAD_SECONDS
     cells = len(cfg.models) * len(plan.items) * len(plan.shot_keys) * len(plan.templates)
     size = cells * (1 << plan.n_max) * 8 * len(store.GAME_VARS) + cells * 200
     return {"forward_passes": passes, "seconds": seconds, "store_bytes": size}
