@@ -31,10 +31,13 @@ from psens.interactions.transforms import reconstruct
 __all__ = [
     "CLASSES",
     "ORDERS",
+    "ORDER_TYPES",
     "aggregate",
     "class_shares",
     "interaction_classes",
     "ips",
+    "n_players",
+    "nanmean",
     "normalize",
     "order_masks",
     "order_of_subsets",
@@ -46,6 +49,8 @@ __all__ = [
 
 Order = Literal["low", "mid", "high"]
 ORDERS: tuple[str, ...] = ("low", "mid", "high")
+#: IPS types: over all salient interactions, then by order band (§4.3)
+ORDER_TYPES: tuple[str, ...] = ("all", *ORDERS)
 CLASSES: tuple[str, ...] = ("opposite_sign", "same_sign_different_effect", "same_sign_similar")
 TEMPLATE_DIM, SUBSET_DIM = "template", "subset"
 
@@ -63,8 +68,8 @@ def order_of_subsets(size: int) -> np.ndarray:
     return order
 
 
-def _n_of(I: np.ndarray) -> np.ndarray:
-    """Each game's own number of players, from its count of finite subsets."""
+def n_players(I: np.ndarray) -> np.ndarray:
+    """Each game's own number of players, from its count of finite (non-padded) subsets."""
     count = np.isfinite(I).sum(axis=-1)
     n = np.zeros(count.shape, dtype=np.int64)
     nz = count > 0
@@ -167,7 +172,7 @@ def _paired(I_and, I_or, tau: float, order: Order | None, where: str):
     na, no = normalize(ra, ro)
     x = np.concatenate([na, no], axis=-1)  # [..., T, 2K]
     size = ra.shape[-1]
-    keep = order_masks(_n_of(ra), size, order)  # [..., T, K]
+    keep = order_masks(n_players(ra), size, order)  # [..., T, K]
     keep = np.concatenate([keep, keep], axis=-1)
     with np.errstate(invalid="ignore"):
         sal = (np.abs(x) > tau) & keep
@@ -177,11 +182,15 @@ def _paired(I_and, I_or, tau: float, order: Order | None, where: str):
     return a, b, union
 
 
-def _pairs_to_sample(per_pair: np.ndarray) -> np.ndarray:
-    """Mean over pairs, skipping NaN pairs; NaN when no pair has a value."""
+def nanmean(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Mean along ``axis`` skipping NaN; NaN (no warning) where nothing is left.
+
+    The one way psens averages over pairs, samples or models (DESIGN "empty cases").
+    """
+    x = np.asarray(x, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
-        cnt = np.isfinite(per_pair).sum(axis=-1)
-        tot = np.nansum(per_pair, axis=-1)
+        cnt = np.isfinite(x).sum(axis=axis)
+        tot = np.nansum(x, axis=axis)
         return np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
 
 
@@ -236,7 +245,7 @@ def ips(I_and, I_or=None, tau: float = 0.1, order: Order | None = None):
         return _ips_dataset(I_and, tau, order)
     if I_or is None:
         fail("ips", "I_or is missing", "Pass ips(I_and, I_or) or ips(run_dataset)", TypeError)
-    return _pairs_to_sample(ips_pairs(I_and, I_or, tau, order))
+    return nanmean(ips_pairs(I_and, I_or, tau, order))
 
 
 def _ips_dataset(ds, tau: float, order: Order | None):
@@ -274,10 +283,7 @@ def aggregate(values, dim: str | int = "sample"):
         return mean
     x = np.asarray(values, dtype=float)
     axis = -1 if isinstance(dim, str) else dim
-    with np.errstate(invalid="ignore"):
-        cnt = np.isfinite(x).sum(axis=axis)
-        mean = np.where(cnt > 0, np.nansum(x, axis=axis) / np.maximum(cnt, 1), np.nan)
-    return mean, np.isnan(x).sum(axis=axis)
+    return nanmean(x, axis), np.isnan(x).sum(axis=axis)
 
 
 # ----------------------------------------------------------------------------- classes

@@ -19,9 +19,9 @@ from psens._validation import fail
 from psens.interactions import reconstruct
 from psens.ips import (
     CLASSES,
-    ORDERS,
+    ORDER_TYPES,
     interaction_classes,
-    ips,
+    nanmean,
     normalize,
     order_of_subsets,
     sparsity_curve,
@@ -49,8 +49,6 @@ __all__ = [
     "subset_words",
 ]
 
-#: IPS types: over all salient interactions, then by order band (paper §4.3).
-ORDER_TYPES: tuple[str, ...] = ("all", *ORDERS)
 #: Readable names of the interaction classes of :data:`psens.ips.CLASSES` (fig. 3b).
 CLASS_LABELS: dict[str, str] = {
     "opposite_sign": "opposite sign",
@@ -174,28 +172,21 @@ def per_sample_ips(ds, tau: float = 0.1):
     """Per-sample IPS of every model for each type of :data:`ORDER_TYPES`.
 
     Returns a DataArray ``(model, sample, [shot,] type)``; NaN where a sample has no
-    salient interaction of that type in any template pair. Models are computed one at a
-    time, so a lazily opened run is read block by block.
+    salient interaction of that type in any template pair. Computed by
+    :func:`psens.factors.core.sample_ips` (one model at a time, so a lazily opened run is
+    read block by block).
     """
-    import xarray as xr
+    from psens.factors.core import sample_ips
 
-    rows = []
-    for m in range(ds.sizes["model"]):
-        a, o = _games(ds, m, all_shots=True)
-        rows.append(np.stack([ips(a, o, tau, None if t == "all" else t) for t in ORDER_TYPES], -1))
-    dims = ["model", "sample", *(["shot"] if "shot" in ds.dims else []), "type"]
-    coords = {"model": ds["model"].values, "sample": ds["sample"].values, "type": list(ORDER_TYPES)}
-    if "shot" in ds.dims:
-        coords["shot"] = ds["shot"].values
-    return xr.DataArray(np.stack(rows), dims=dims, coords=coords, name="ips", attrs={"tau": tau})
+    out = sample_ips(ds, tau, orders=ORDER_TYPES).rename(order="type")
+    out.attrs["tau"] = tau
+    return out.rename("ips")
 
 
 def _mean_over_samples(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean over axis 0 skipping NaN, with counts used and skipped."""
     used = np.isfinite(values).sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(used > 0, np.nansum(values, axis=0) / np.maximum(used, 1), np.nan)
-    return mean, used, values.shape[0] - used
+    return nanmean(values, axis=0), used, values.shape[0] - used
 
 
 def order_ips_table(per_sample, meta: pd.DataFrame, shot: int | None = None) -> pd.DataFrame:

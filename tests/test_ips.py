@@ -169,3 +169,17 @@ def test_dataset_input():
     np.testing.assert_allclose(out.values, ips(a, o))
     agg = aggregate(out, "sample")
     assert agg.dims == ("model",) and agg.attrs["n_skipped"] == 0
+
+
+def test_nanmean_and_n_players():
+    from psens.ips import n_players, nanmean
+
+    assert nanmean(np.array([[1.0, np.nan, 3.0], [np.nan] * 3])).tolist()[0] == 2.0
+    assert np.isnan(nanmean(np.array([[np.nan, np.nan]])))[0]
+    padded = np.full((2, 16), np.nan)
+    padded[0, :8], padded[1, :] = 0.0, 1.0
+    assert n_players(padded).tolist() == [3, 4]
+    padded[0, :6] = 0.0
+    padded[0, 6:8] = np.nan
+    with pytest.raises(ValueError, match="power of two"):
+        n_players(padded)

@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 
 from psens._validation import check_in_interval, fail
-from psens.ips import normalize, order_masks, template_pairs
+from psens.ips import ORDER_TYPES, n_players, nanmean, normalize, order_masks, template_pairs
 
 __all__ = ["ORDER_LEVELS", "check_taus", "pair_labels", "sample_ips"]
 
 #: order bands of §4.3 plus ``"all"`` (every order, eq. 3)
-ORDER_LEVELS: tuple[str, ...] = ("all", "low", "mid", "high")
+ORDER_LEVELS: tuple[str, ...] = ORDER_TYPES
 _CHUNK_ELEMENTS = 1 << 22  # values per array in one block (32 MiB of float64)
 
 
@@ -47,14 +47,6 @@ def _check_orders(orders: Sequence[str] | str, where: str) -> tuple[str, ...]:
     if bad or not out:
         fail(where, f"orders {bad or out!r} are unknown", f"Use some of {ORDER_LEVELS}")
     return out
-
-
-def _n_of(a: np.ndarray) -> np.ndarray:
-    count = np.isfinite(a).sum(axis=-1)
-    n = np.zeros(count.shape, dtype=np.int64)
-    nz = count > 0
-    n[nz] = np.round(np.log2(count[nz])).astype(np.int64)
-    return n
 
 
 def _pair_block(
@@ -78,7 +70,7 @@ def _pair_block(
         term = np.abs(x[..., i, :] - x[..., j, :]) / ((a + b) / 2)
         top = np.fmax(a, b)
     finite = np.isfinite(top) & (top > 0)
-    n = _n_of(I_and)[..., 0]  # a sample's n is the same for all its templates
+    n = n_players(I_and)[..., 0]  # a sample's n is the same for all its templates
     n_tau = taus.size
     lead = top.shape[:-1]  # [..., pair]
     rows = int(np.prod(lead))
@@ -98,13 +90,6 @@ def _pair_block(
             val = np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
         out[..., k, :] = val.reshape(*lead, n_tau)
     return out
-
-
-def _nanmean(x: np.ndarray, axis: int) -> np.ndarray:
-    cnt = np.isfinite(x).sum(axis=axis)
-    tot = np.nansum(x, axis=axis)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
 
 
 def pair_labels(templates: Sequence[str]) -> list[str]:
@@ -227,7 +212,7 @@ def sample_ips(
     da = xr.DataArray(out, dims=dims, coords=coords, name="ips")
     if not per_pair:
         da = xr.DataArray(
-            _nanmean(da.values, axis=dims.index("pair")),
+            nanmean(da.values, axis=dims.index("pair")),
             dims=[d for d in dims if d != "pair"],
             coords={k: v for k, v in coords.items() if k != "pair"},
             name="ips",
