@@ -140,6 +140,18 @@ def _as_samples(a: np.ndarray, where: str, name: str, minimum: int = 2) -> np.nd
     return arr
 
 
+def _as_pair(X, Y, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """Both samples coerced by :func:`_as_samples`, refused when their dimensions differ."""
+    X, Y = _as_samples(X, where, "X"), _as_samples(Y, where, "Y")
+    if X.shape[1] != Y.shape[1]:
+        fail(
+            where,
+            f"X has {X.shape[1]} features but Y has {Y.shape[1]}",
+            "Embed both samples with the same model",
+        )
+    return X, Y
+
+
 def _normalise_rows(z: np.ndarray) -> np.ndarray:
     norm = np.linalg.norm(z, axis=-1, keepdims=True)
     return z / np.where(norm > 0, norm, 1.0)
@@ -205,14 +217,7 @@ def energy_distance(X: np.ndarray, Y: np.ndarray, metric: str = "cosine") -> flo
     """
     where = "energy_distance"
     metric = resolve_metric(metric, where)
-    X = _as_samples(X, where, "X")
-    Y = _as_samples(Y, where, "Y")
-    if X.shape[1] != Y.shape[1]:
-        fail(
-            where,
-            f"X has {X.shape[1]} features but Y has {Y.shape[1]}",
-            "Embed both samples with the same model",
-        )
+    X, Y = _as_pair(X, Y, where)
     n, m = len(X), len(Y)
     dxy = cross_distances(X, Y, metric).sum()
     dxx = pairwise_distances(X, metric).sum()
@@ -492,14 +497,7 @@ def permutation_test(
     metric = resolve_metric(metric, where)
     _check_statistic(statistic, where)
     permutations = check_positive_int(permutations, where, "permutations")
-    X = _as_samples(X, where, "X")
-    Y = _as_samples(Y, where, "Y")
-    if X.shape[1] != Y.shape[1]:
-        fail(
-            where,
-            f"X has {X.shape[1]} features but Y has {Y.shape[1]}",
-            "Embed both samples with the same model",
-        )
+    X, Y = _as_pair(X, Y, where)
     D = pairwise_distances(np.vstack([X, Y]), metric)
     return permutation_test_from_distances(D, len(X), permutations, seed, statistic)  # type: ignore[return-value]
 
