@@ -283,6 +283,6 @@ def test_unknown_metric_and_statistic_list_the_choices() -> None:
 
 def test_samples_of_different_dimensions_are_refused() -> None:
     X, Y = np.zeros((3, 4)), np.ones((3, 5))
-    for fn in (D.energy_distance, D.permutation_test):
+    for fn in (energy_distance, permutation_test):
         with pytest.raises(ValueError, match="4 features but Y has 5"):
             fn(X, Y)
