@@ -148,6 +148,11 @@ class Scorer:
         the available RAM on CPU, at most 128; 50 % of free GPU memory, at most 1024).
     progress : bool
         Show a tqdm bar (masks/s) for calls with at least 64 unique masks.
+    tree_attention : bool
+        For Llama-style decoders (:mod:`psens.models.tree`: llama, mistral, qwen2,
+        qwen3), walk the prefix tree with copy-free tree attention (default); False, or
+        any other model, uses the generic path through the model's own forward and
+        key/value cache.
     """
 
     def __init__(
@@ -165,8 +170,10 @@ class Scorer:
         open_tokens: int = 8,
         open_reduce: str = "mean",
         info: dict | None = None,
+        tree_attention: bool = True,
     ) -> None:
         from psens.models.mask_tokens import mask_token
+        from psens.models.tree import TreeForward, supports
 
         if not getattr(tokenizer, "is_fast", False):
             fail(
@@ -190,6 +197,7 @@ class Scorer:
         self.open_reduce = open_reduce
         self.info = dict(info or {})
         self._open_targets: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self.tree = TreeForward(model) if tree_attention and supports(model) else None
         params = inspect.signature(model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
         # the decoder without the LM head: intermediate prefix-tree levels need no logits
@@ -362,11 +370,7 @@ class Scorer:
         """Rows per chunk so that the key/value cache stays within a memory budget."""
         if self.batch_size:
             return int(self.batch_size)
-        cfg = (
-            self.model.config.get_text_config()
-            if hasattr(self.model.config, "get_text_config")
-            else self.model.config
-        )
+        cfg = self._text_config()
         layers = getattr(cfg, "num_hidden_layers", 24)
         heads = getattr(cfg, "num_attention_heads", 16)
         kv = getattr(cfg, "num_key_value_heads", None) or heads
@@ -382,6 +386,30 @@ class Scorer:
         else:
             budget, cap = 0.2 * _available_ram(), 128
         return int(max(1, min(cap, budget // max(per_row, 1))))
+
+    #: Most tokens computed in one call of the tree path on CPU (cache-friendly sizes).
+    tree_tokens_cpu = 8192
+
+    def _budget_tokens(self, length: int) -> int:
+        """Tokens per call of the tree path: float32 temporaries (hidden, projections,
+        MLP, attention scores over ``length`` keys) plus the stored keys/values."""
+        cfg = self._text_config()
+        hidden = cfg.hidden_size
+        inter = getattr(cfg, "intermediate_size", 4 * hidden)
+        heads = getattr(cfg, "num_attention_heads", 16)
+        per_token = 4 * (6 * hidden + 3 * inter + 3 * heads * length)
+        per_token += 2 * cfg.num_hidden_layers * hidden * self.dtype.itemsize
+        if self.device.type == "cuda":
+            import torch
+
+            budget, cap = 0.5 * torch.cuda.mem_get_info(self.device)[0], 1 << 20
+        else:
+            budget, cap = 0.2 * _available_ram(), self.tree_tokens_cpu
+        return int(max(1, min(cap, budget // per_token)))
+
+    def _text_config(self):
+        cfg = self.model.config
+        return cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
 
     #: Fixed cost of one model call, in token-rows, used to plan the prefix tree.
     level_overhead = 32
@@ -438,6 +466,15 @@ class Scorer:
         length = rows.shape[1]
         last = length - k  # the last segment must hold the k scored positions
         bounds = self._plan(rows, [*sorted({c for c in cuts if 0 < c <= last}), length])
+        if self.tree is not None and (self.tree.window is None or length <= self.tree.window):
+            tokens = self._budget_tokens(length)
+            return self.tree.score(
+                rows,
+                bounds,
+                targets,
+                lambda seg: self.batch_size or max(1, tokens // seg),
+                None if bar is None else bar.update,
+            )
         chunk = self._budget_rows(length)
         out = np.empty((len(rows), k), dtype=np.float64)
         tgt = torch.as_tensor(targets, device=self.device)
