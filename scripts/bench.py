@@ -156,7 +156,8 @@ def other_benches() -> list[dict]:
         try:
             spec.loader.exec_module(mod)
             for row in mod.bench():
-                row.setdefault("ok", bool(row["ratio"] >= row["target"]))
+                if row.get("target") is not None:  # rows without a target are context
+                    row.setdefault("ok", bool(row["ratio"] >= row["target"]))
                 rows.append(row)
         except Exception as exc:  # report, keep going: one broken bench must not hide others
             rows.append({"name": path.stem, "error": f"{type(exc).__name__}: {exc}", "ok": False})
@@ -183,12 +184,15 @@ def _print(r: dict) -> None:
     if "error" in r:
         print(f"  ERROR  {r['name']}: {r['error']}")
         return
-    flag = "ok  " if r.get("ok") else "MISS"
+    flag = "info" if r.get("target") is None else "ok  " if r.get("ok") else "MISS"
+    target = "no target" if r.get("target") is None else f"target {r['target']:.2f}"
     print(
-        f"  {flag} {r['name']}: ratio {r['ratio']:.2f} (target {r['target']:.2f}); "
+        f"  {flag} {r['name']}: ratio {r['ratio']:.2f} ({target}); "
         f"psens {r['psens_seconds'] * 1e3:.3f} ms, baseline {r['baseline_seconds'] * 1e3:.3f} ms"
         + "".join(
-            f"; {k} {v:.3g}" for k, v in r.items() if k.startswith("max_") or k.endswith("_per_s")
+            f"; {k} {v:.3g}"
+            for k, v in r.items()
+            if k.startswith(("max_", "ips_", "flop_")) or k.endswith("_per_s")
         )
     )
 

@@ -169,6 +169,9 @@ def test_load_local_folder(tmp_path, tiny_model, tok):
     tok.save_pretrained(tmp_path / "m")
     s = models.load(tmp_path / "m", progress=False, n_max=4)
     assert s.mask.id == 0 and s.info["kind"] == "folder"
+    assert s.dtype == torch.float32  # the default on every device (half precision moves IPS)
+    assert s.tree is not None  # a Llama: grouped tree attention
+    assert models.load(tmp_path / "m", dtype="bf16", progress=False).dtype == torch.bfloat16
     assert np.isfinite(s.value(EGG, "ips1", [0, 15])).all()
     s2 = models.load(tmp_path / "m", mask_token="<|im_start|>", progress=False)
     assert s2.mask.rule == "override"

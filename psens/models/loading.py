@@ -160,7 +160,7 @@ def resolve_source(name_or_path: str | os.PathLike, cache_dir=None) -> dict[str,
     raise AssertionError  # unreachable
 
 
-def _torch_dtype(dtype, device: str):
+def _torch_dtype(dtype):
     import torch
 
     if isinstance(dtype, torch.dtype):
@@ -172,8 +172,8 @@ def _torch_dtype(dtype, device: str):
             f"Pass one of {[k for k in _DTYPES if k]} or a torch.dtype",
         )
     name = _DTYPES[dtype]
-    if name is None:  # default: float32 on CPU (fp16 matmuls are slow there), fp16 on GPU
-        name = "float32" if device == "cpu" else "float16"
+    if name is None:  # float32 everywhere: half precision visibly moves IPS (see load)
+        name = "float32"
     return getattr(torch, name)
 
 
@@ -238,7 +238,7 @@ def load_model_and_tokenizer(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     device = _check_device(device)
-    tdtype = _torch_dtype(dtype, device)
+    tdtype = _torch_dtype(dtype)
     src = resolve_source(name_or_path, cache_dir)
     t0 = time.perf_counter()
     if src["kind"] == "gguf":

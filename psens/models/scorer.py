@@ -29,12 +29,23 @@ Speed
 -----
 All masks of one (item, template) are scored together. Unique masked id rows are
 sorted and walked as a prefix tree: the token sequence is cut at the first token of
-each variable, each level runs the model once on one segment for every distinct
-prefix, and the key/value cache of a parent prefix is copied to its children
-(``DynamicCache.batch_select_indices``). Logits are computed at the last position
-only (``logits_to_keep``). Rows are processed in chunks whose cache fits the memory
-budget. ``method="prefix"`` only shares the prefix before the first variable;
-``method="naive"`` scores one prompt at a time with full logits (the reference).
+each variable (cuts that do not pay are dropped, :meth:`Scorer._plan`), and each level
+runs the model once on one segment for every distinct prefix. For Llama-style decoders
+(llama, mistral, qwen2, qwen3) the walk uses grouped tree attention
+(:mod:`psens.models.tree`): the children of a parent attend to its prefix in place, so
+no per-prompt key/value cache is ever built. Other models go through their own forward
+pass, the key/value cache of a parent prefix copied to its children
+(``DynamicCache.batch_select_indices``). Logits are computed at the last position only.
+Work is split into slices that fit a memory budget. ``method="prefix"`` only shares the
+prefix before the first variable; ``method="naive"`` scores one prompt at a time with
+full logits (the reference).
+
+Precision
+---------
+Score in float32 (the default). IPS compares salient interactions, which are Möbius
+sums of up to 2^n values of v, and it moves with rounding noise in v: on SmolLM2 the
+IPS between the float32 and the float16 decompositions of the same prompt is ~0.2, and
+with bfloat16 ~1.3 (out of 2), measured in ``make bench`` and the README.
 """
 
 from __future__ import annotations

@@ -221,16 +221,19 @@ class TreeForward:
 
     @staticmethod
     def _slices(parents: np.ndarray, lo: int, hi: int, cap: int) -> list[tuple[int, int]]:
-        """Split nodes ``[lo, hi)`` into runs of at most ~``cap`` nodes, cut where the
-        parent changes (so that each run's ancestors stay uniformly shared)."""
+        """Split nodes ``[lo, hi)`` into runs of at most ``cap`` nodes, cut where the
+        parent changes (so that children stay stacked under their parent) unless one
+        parent alone has more than ``cap`` children."""
         if hi - lo <= cap:
             return [(lo, hi)]
         p = parents[lo:hi]
         heads = np.flatnonzero(np.concatenate([[True], p[1:] != p[:-1]]))  # first children
-        key = heads // cap
-        cuts = heads[np.concatenate([[True], key[1:] != key[:-1]])]
-        if len(cuts) == 1:  # one parent with more than cap children: cut anywhere
-            cuts = np.arange(0, hi - lo, cap)
+        cuts, a = [0], 0
+        while hi - lo - a > cap:  # one step per slice: the last parent start within reach
+            nxt = int(heads[np.searchsorted(heads, a + cap, side="right") - 1])
+            a = nxt if nxt > a else a + cap  # one parent with more than cap children
+            cuts.append(a)
+        cuts = np.asarray(cuts)
         bounds = [*(lo + cuts).tolist(), hi]
         return list(itertools.pairwise(bounds))
 
@@ -274,28 +277,20 @@ class TreeForward:
         mask = torch.cat([torch.ones(len(qi), b, dtype=torch.bool, device=dev), seen], dim=1)
         keys, values = [], []
         layers = self.inner.layers
+        final = len(layers) - 1
         for li, layer in enumerate(layers):
             attn = layer.self_attn
             norm_in, norm_post = self._norms[li]
             y = norm_in(x)
-            q = attn.q_proj(y).view(n, s, h, d)
             kk = attn.k_proj(y).view(n, s, kvh, d)
-            if hasattr(attn, "q_norm"):
-                q, kk = attn.q_norm(q), attn.k_norm(kk)
-            q = _rotate(q.transpose(1, 2), cos, sin)  # (n, h, s, d)
+            if hasattr(attn, "k_norm"):
+                kk = attn.k_norm(kk)
             kk = _rotate(kk.transpose(1, 2), cos, sin)  # (n, kvh, s, d)
             vv = attn.v_proj(y).view(n, s, kvh, d).transpose(1, 2)
-            # stack the f children and the g heads of each key/value head
-            qg = q.reshape(groups, f, kvh, g, s, d).transpose(1, 2).reshape(groups, kvh, -1, d)
-            kc = kk.reshape(groups, f, kvh, s, d).transpose(1, 2).reshape(groups, kvh, f * s, d)
-            vc = vv.reshape(groups, f, kvh, s, d).transpose(1, 2).reshape(groups, kvh, f * s, d)
             if b:
                 pk, pv = p_keys[li], p_values[li]
                 pk = pk.index_select(0, pick) if isinstance(pick, torch.Tensor) else pk[pick]
                 pv = pv.index_select(0, pick) if isinstance(pick, torch.Tensor) else pv[pick]
-                kc, vc = torch.cat([pk, kc], dim=2), torch.cat([pv, vc], dim=2)
-            o = F.scaled_dot_product_attention(qg, kc, vc, attn_mask=mask, scale=attn.scaling)
-            o = o.view(groups, kvh, f, g, s, d).permute(0, 2, 4, 1, 3, 5).reshape(n, s, h * d)
             if not last:  # each node's full prefix, for its children
                 if b:
                     rep = (lambda t: t) if f == 1 else (lambda t: t.repeat_interleave(f, dim=0))
@@ -304,7 +299,21 @@ class TreeForward:
                 else:
                     keys.append(kk.contiguous())
                     values.append(vv.contiguous())
-            elif li == len(layers) - 1:  # only the scored positions are needed
+                if li == final:  # inner levels need keys/values only: skip the rest
+                    break
+            q = attn.q_proj(y).view(n, s, h, d)
+            if hasattr(attn, "q_norm"):
+                q = attn.q_norm(q)
+            q = _rotate(q.transpose(1, 2), cos, sin)  # (n, h, s, d)
+            # stack the f children and the g heads of each key/value head
+            qg = q.reshape(groups, f, kvh, g, s, d).transpose(1, 2).reshape(groups, kvh, -1, d)
+            kc = kk.reshape(groups, f, kvh, s, d).transpose(1, 2).reshape(groups, kvh, f * s, d)
+            vc = vv.reshape(groups, f, kvh, s, d).transpose(1, 2).reshape(groups, kvh, f * s, d)
+            if b:
+                kc, vc = torch.cat([pk, kc], dim=2), torch.cat([pv, vc], dim=2)
+            o = F.scaled_dot_product_attention(qg, kc, vc, attn_mask=mask, scale=attn.scaling)
+            o = o.view(groups, kvh, f, g, s, d).permute(0, 2, 4, 1, 3, 5).reshape(n, s, h * d)
+            if last and li == final:  # only the scored positions are needed
                 x, o = x[:, -k:], o[:, -k:]
             x = x + attn.o_proj(o)
             x = x + layer.mlp(norm_post(x))
