@@ -294,5 +294,18 @@ def test_exact_result_does_not_depend_on_thread_count(monkeypatch):
     monkeypatch.setattr(exact.os, "cpu_count", lambda: 1)
     serial = and_or(v, "exact")
     np.testing.assert_array_equal(parallel.gamma, serial.gamma)
-    single = and_or(v[8:16], "exact")  # the second chunk on its own
+    single = and_or(v[8:16], "exact")  # some games on their own
     np.testing.assert_array_equal(single.gamma, parallel.gamma[8:16])
+
+
+def test_exact_result_does_not_depend_on_the_other_games_of_the_batch():
+    # degenerate games (ties in |v| differences) have many optimal vertices: the one
+    # returned must be a function of the game alone, as in a run solved sample by sample
+    rng = np.random.default_rng(4)
+    v = np.round(rng.normal(size=(12, 32)), 1)  # rounded: many ties, degenerate LPs
+    together = and_or(v, "exact")
+    for i in range(len(v)):
+        alone = and_or(v[i], "exact")
+        np.testing.assert_array_equal(alone.gamma, together.gamma[i])
+    shuffled = and_or(v[::-1], "exact")
+    np.testing.assert_array_equal(shuffled.gamma, together.gamma[::-1])
