@@ -135,3 +135,18 @@ def test_slices_cover_the_range_in_order(children, cap):
     if len(sl) > 1 and max(children) <= cap:  # cuts fall where the parent changes
         for a, _ in sl:
             assert a == 0 or parents[a] != parents[a - 1]
+
+
+def test_a_small_memory_budget_slices_finer_and_changes_nothing(tok, monkeypatch):
+    import psens.models.scorer as scorer_module
+
+    model = _config("llama", tok)
+    s, masks, ref = _all_masks_agree(model, tok)
+    roomy = s._tree_nodes(60)
+    monkeypatch.setattr(scorer_module, "_available_ram", lambda: 2e5)
+    tight = s._tree_nodes(60)
+    # fewer nodes per call, and fewer still when each keeps a longer prefix
+    assert tight(4, 10) < roomy(4, 10) and tight(4, 50) <= tight(4, 10) and tight(4, 50) >= 1
+    np.testing.assert_allclose(s.value(LONG, "ips1", masks), ref, atol=1e-4)
+    fixed = models.Scorer(model, tok, progress=False, n_max=6, batch_size=5)
+    assert fixed._tree_nodes(60)(4, 50) == 5  # an explicit batch size wins (reproducible runs)

@@ -401,22 +401,33 @@ class Scorer:
     #: Most tokens computed in one call of the tree path on CPU (cache-friendly sizes).
     tree_tokens_cpu = 8192
 
-    def _budget_tokens(self, length: int) -> int:
-        """Tokens per call of the tree path: float32 temporaries (hidden, projections,
-        MLP, attention scores over ``length`` keys) plus the stored keys/values."""
+    def _tree_nodes(self, length: int):
+        """Nodes per call of the tree path, as a function ``(segment length, prefix end)``.
+
+        ``batch_size`` when set (fixed, so runs are reproducible); otherwise bounded by a
+        memory budget (20 % of the available RAM on CPU, 50 % of free GPU memory) twice:
+        float32 temporaries of the computed tokens (hidden states, projections, MLP,
+        attention over ``length`` keys; at most ``tree_tokens_cpu`` tokens on CPU), and
+        the full-prefix keys/values each node keeps for its children (half the budget).
+        """
+        if self.batch_size:
+            return lambda seg, end: int(self.batch_size)
         cfg = self._text_config()
         hidden = cfg.hidden_size
         inter = getattr(cfg, "intermediate_size", 4 * hidden)
         heads = getattr(cfg, "num_attention_heads", 16)
+        kv = getattr(cfg, "num_key_value_heads", None) or heads
+        hdim = getattr(cfg, "head_dim", None) or hidden // heads
         per_token = 4 * (6 * hidden + 3 * inter + 3 * heads * length)
-        per_token += 2 * cfg.num_hidden_layers * hidden * self.dtype.itemsize
+        kv_token = 2 * cfg.num_hidden_layers * kv * hdim * self.dtype.itemsize
         if self.device.type == "cuda":
             import torch
 
             budget, cap = 0.5 * torch.cuda.mem_get_info(self.device)[0], 1 << 20
         else:
             budget, cap = 0.2 * _available_ram(), self.tree_tokens_cpu
-        return int(max(1, min(cap, budget // per_token)))
+        tokens = max(1, min(cap, int(budget // per_token)))
+        return lambda seg, end: max(1, min(tokens // seg, int(budget // (2 * end * kv_token))))
 
     def _text_config(self):
         cfg = self.model.config
@@ -478,13 +489,8 @@ class Scorer:
         last = length - k  # the last segment must hold the k scored positions
         bounds = self._plan(rows, [*sorted({c for c in cuts if 0 < c <= last}), length])
         if self.tree is not None and (self.tree.window is None or length <= self.tree.window):
-            tokens = self._budget_tokens(length)
             return self.tree.score(
-                rows,
-                bounds,
-                targets,
-                lambda seg: self.batch_size or max(1, tokens // seg),
-                None if bar is None else bar.update,
+                rows, bounds, targets, self._tree_nodes(length), None if bar is None else bar.update
             )
         chunk = self._budget_rows(length)
         out = np.empty((len(rows), k), dtype=np.float64)

@@ -160,7 +160,7 @@ class TreeForward:
         rows: np.ndarray,
         ends: Sequence[int],
         targets: np.ndarray,
-        max_nodes: Callable[[int], int],
+        max_nodes: Callable[[int, int], int],
         on_done: Callable[[int], None] | None = None,
     ) -> np.ndarray:
         """log p(target_j | prefix) at the last ``len(targets)`` positions of each row.
@@ -173,7 +173,8 @@ class TreeForward:
             Level ends (cuts of the prefix tree).
         targets : (k,) int array
         max_nodes : callable
-            Segment length -> largest number of nodes computed in one call.
+            ``(segment length, prefix end)`` -> largest number of nodes computed in one
+            call (each keeps its prefix's keys/values up to ``end`` for its children).
         on_done : callable, optional
             Called with the number of rows finished (progress bars).
 
@@ -195,7 +196,7 @@ class TreeForward:
         def walk(level: int, lo: int, hi: int, prefix: tuple | None) -> None:
             # prefix: (offset, keys, values) of the parent level's nodes (full prefixes)
             seg = ends[level] - starts[level]
-            cap = max(1, int(max_nodes(seg)))
+            cap = max(1, int(max_nodes(seg, ends[level])))
             last = level == len(ends) - 1
             for a, b in self._slices(parent[level], lo, hi, cap):
                 reps = first[level][a:b]
