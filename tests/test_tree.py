@@ -150,3 +150,54 @@ def test_a_small_memory_budget_slices_finer_and_changes_nothing(tok, monkeypatch
     np.testing.assert_allclose(s.value(LONG, "ips1", masks), ref, atol=1e-4)
     fixed = models.Scorer(model, tok, progress=False, n_max=6, batch_size=5)
     assert fixed._tree_nodes(60)(4, 50) == 5  # an explicit batch size wins (reproducible runs)
+
+
+@pytest.mark.parametrize(
+    "rope",
+    [
+        {"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 4.0},
+        {
+            "rope_type": "longrope",
+            "rope_theta": 10000.0,
+            "factor": 4.0,
+            "short_factor": [1.0] * 4,
+            "long_factor": [4.0] * 4,
+        },
+    ],
+)
+def test_length_dependent_rotary_scalings_match_one_at_a_time(tok, rope):
+    # angles scaled for the longest position: computed once per row, never per level
+    model = _config("llama", tok, max_position_embeddings=32, rope_parameters=rope)
+    _all_masks_agree(model, tok)  # tree path
+    _all_masks_agree(model, tok, tree_attention=False)  # generic path: whole rows
+
+
+def test_tree_forward_can_be_called_outside_inference_mode(tok):
+    model = _config("llama", tok)
+    rows = np.asarray([[5, 6, 7, 8], [5, 6, 9, 8]])
+    got = TreeForward(model).score(rows, [2, 4], np.asarray([3]), lambda seg, end: 8)
+    with torch.inference_mode():
+        logits = model(input_ids=torch.as_tensor(rows)).logits[:, -1].double()
+    want = torch.log_softmax(logits, -1)[:, 3].numpy()
+    np.testing.assert_allclose(got[:, 0], want, atol=1e-5)
+
+
+def test_stacks_stay_small_when_one_parent_has_many_children(tok, monkeypatch):
+    # method="prefix": one parent, every mask a child — split into sub-groups
+    model = _config("llama", tok)
+    n = len(prompts.variables(LONG, n_max=8))
+    masks = np.arange(2**n)
+    s = models.Scorer(model, tok, progress=False, n_max=8)
+    ref = s.value(LONG, "ips1", masks, method="trie")
+    calls = []
+    real = torch.nn.functional.scaled_dot_product_attention
+
+    def spy(q, k, v, **kw):
+        calls.append((q.shape[-2], k.shape[-2]))
+        return real(q, k, v, **kw)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", spy)
+    got = s.value(LONG, "ips1", masks, method="prefix")
+    np.testing.assert_allclose(got, ref, atol=1e-4)
+    length = len(s.encode(LONG, "ips1").ids)
+    assert calls and max(keys for _, keys in calls) <= 2 * length + 64

@@ -132,6 +132,16 @@ def _available_ram() -> float:
             return 4.0 * 2**30
 
 
+def _rope_depends_on_length(cfg) -> bool:
+    """Whether the rotary angles depend on the longest position of a call (``dynamic``
+    and ``longrope`` scalings)."""
+    rope = getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {}
+    if isinstance(rope, dict) and isinstance(next(iter(rope.values()), None), dict):
+        rope = {k: v for sub in rope.values() for k, v in sub.items()}  # per layer type
+    kind = str(rope.get("rope_type", rope.get("type", ""))) if isinstance(rope, dict) else ""
+    return "dynamic" in kind or kind == "longrope"
+
+
 def _log_odds(logp: np.ndarray, clamp: float = CLAMP) -> np.ndarray:
     p = np.clip(np.exp(logp), clamp, 1.0 - clamp)
     return np.log(p) - np.log1p(-p)
@@ -418,7 +428,7 @@ class Scorer:
         heads = getattr(cfg, "num_attention_heads", 16)
         kv = getattr(cfg, "num_key_value_heads", None) or heads
         hdim = getattr(cfg, "head_dim", None) or hidden // heads
-        per_token = 4 * (6 * hidden + 3 * inter + 3 * heads * length)
+        per_token = 4 * (6 * hidden + 3 * inter + 6 * heads * length)  # <= 2 L keys/query
         kv_token = 2 * cfg.num_hidden_layers * kv * hdim * self.dtype.itemsize
         if self.device.type == "cuda":
             import torch
@@ -492,6 +502,10 @@ class Scorer:
             return self.tree.score(
                 rows, bounds, targets, self._tree_nodes(length), None if bar is None else bar.update
             )
+        if _rope_depends_on_length(self._text_config()):
+            # the model's own cached forward would rotate each level with angles scaled for
+            # that call's last position, not the row's: no prefix sharing, whole rows only
+            bounds = [length]
         chunk = self._budget_rows(length)
         out = np.empty((len(rows), k), dtype=np.float64)
         tgt = torch.as_tensor(targets, device=self.device)

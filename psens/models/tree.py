@@ -9,11 +9,15 @@ Attention of the nodes below one parent is computed **per parent**, not per node
 the ``f`` children of a parent (contiguous once sorted), and the query heads that
 share a key/value head (grouped-query attention), are stacked into one query block
 that attends to ``[parent's prefix keys, the f children's segment keys]`` under a
-mask (the whole prefix, plus the query's own segment causally). The parent's prefix
-is therefore never copied into its children — the copy that dominates a generic
-key/value-cache walk on CPU (and its ``repeat_kv`` expansion of grouped heads).
-When the children of the parents in a slice are not equally many (a subset of
-masks), the parent prefix is gathered per child instead (``f = 1``).
+mask (the whole prefix, plus the query's own segment causally). Attention thus reads
+the parent's prefix in place: no per-prompt cache is built for the last level (the
+largest), and no ``repeat_kv`` expansion of grouped heads happens anywhere. Inner
+nodes assemble their full-prefix keys/values once, for their own children. Stacks
+hold at most ``max(prefix + segment, 64)`` children's keys (larger families are split
+into sub-groups), so masked-out keys never dominate a block's work. When the
+children of the parents in a slice are not equally many (a subset of masks), the
+parent prefix is gathered per child instead (``f = 1``). Rotary angles are computed
+once for the whole row (dynamic scalings depend on the longest position).
 
 Each block is ``softmax(q k^T / sqrt(d) + mask) v`` (Vaswani et al. 2017) with
 ``torch.nn.functional.scaled_dot_product_attention``, so the result is ordinary causal
@@ -99,6 +103,12 @@ def _norm(module) -> Callable:
     return norm
 
 
+def _largest_divisor_at_most(f: int, limit: int) -> int:
+    """The largest divisor of ``f`` that is at most ``max(limit, 1)``."""
+    q = np.arange(1, min(f, max(limit, 1)) + 1)
+    return int(q[f % q == 0].max())
+
+
 def _grouping(anc: np.ndarray):
     """``(start, groups, fanout)`` when ``anc`` is ``start..start+groups-1`` each repeated
     ``fanout`` times (children can be stacked per parent), else None."""
@@ -135,6 +145,10 @@ class TreeForward:
             (_norm(la.input_layernorm), _norm(la.post_attention_layernorm)) for la in layers
         ]
         self._final_norm = _norm(self.inner.norm)
+
+    @property
+    def dtype(self):
+        return next(self.model.parameters()).dtype
 
     @property
     def device(self):
@@ -202,7 +216,7 @@ class TreeForward:
                 reps = first[level][a:b]
                 ids = srt[reps, starts[level] : ends[level]]
                 par = None if prefix is None else (prefix, parent[level][a:b] - prefix[0])
-                x, keys, values = self._run(ids, starts[level], par, last, k)
+                x, keys, values = self._run(ids, starts[level], par, last, k, rope)
                 if last:
                     logits = self.model.lm_head(self._final_norm(x)).double()
                     logp = torch.log_softmax(logits, dim=-1)
@@ -215,7 +229,11 @@ class TreeForward:
                 lo2, hi2 = int(np.searchsorted(nxt, a)), int(np.searchsorted(nxt, b))
                 walk(level + 1, lo2, hi2, (a, keys, values))
 
-        walk(0, 0, len(first[0]), None)
+        with torch.inference_mode():
+            dummy = torch.zeros(1, dtype=self.dtype, device=self.device)
+            positions = torch.arange(rows.shape[1], device=self.device)[None, :]
+            rope = self.inner.rotary_emb(dummy, positions)  # (1, L, d) each
+            walk(0, 0, len(first[0]), None)
         out = np.empty((len(rows), k), dtype=np.float64)
         out[order] = done[node[-1]]
         return out
@@ -238,12 +256,14 @@ class TreeForward:
         bounds = [*(lo + cuts).tolist(), hi]
         return list(itertools.pairwise(bounds))
 
-    def _run(self, ids: np.ndarray, start: int, par, last: bool, k: int):
+    def _run(self, ids: np.ndarray, start: int, par, last: bool, k: int, rope):
         """Run every layer on one slice's segments.
 
         ``par`` is None (no prefix) or ``((offset, keys, values), parent)``: the parent
         level's full-prefix keys/values per layer and each node's parent (relative to
-        ``offset``). Returns the hidden states (the last ``k`` positions when ``last``)
+        ``offset``). ``rope`` is (cos, sin) of the whole row's positions (computed once:
+        dynamic rotary scalings depend on the longest position of the call). Returns the
+        hidden states (the last ``k`` positions when ``last``)
         and, unless ``last``, each node's full-prefix keys and values per layer.
         """
         import torch
@@ -254,11 +274,9 @@ class TreeForward:
         g = h // kvh
         dev = self.device
         x = self.inner.embed_tokens(torch.as_tensor(ids, device=dev))
-        pos = torch.arange(start, start + s, device=dev)[None, :]
-        cos, sin = self.inner.rotary_emb(x, pos)
-        cos, sin = cos[:, None], sin[:, None]  # (1, 1, s, d)
+        cos, sin = (t[:, None, start : start + s] for t in rope)  # (1, 1, s, d)
         if par is None:
-            (p_keys, p_values), b, groups, f = (None, None), 0, 1, n
+            (p_keys, p_values), b, groups, f = (None, None), 0, n, 1
             pick = None
         else:
             (_, p_keys, p_values), rel = par
@@ -269,7 +287,14 @@ class TreeForward:
                 groups, f = n, 1
             else:
                 a0, groups, f = grp
-                pick = slice(a0, a0 + groups)
+                # stack at most max(b + s, 64) keys of children, so that the masked-out
+                # part of a block (other children's segments) never dominates its work
+                sub = _largest_divisor_at_most(f, max(b + s, 64) // s)
+                if sub == f:
+                    pick = slice(a0, a0 + groups)
+                else:
+                    pick = torch.arange(a0, a0 + groups, device=dev).repeat_interleave(f // sub)
+                    groups, f = groups * (f // sub), sub
         # query (child c, head group, position i) sees the prefix and (c, j <= i)
         qi = torch.arange(f * g * s, device=dev)
         qc, qp = qi // (g * s), qi % s
