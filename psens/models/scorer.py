@@ -62,6 +62,7 @@ from psens import prompts as _prompts
 from psens._validation import check_positive_int, fail
 from psens.datasets import Item
 from psens.models.mask_tokens import MaskToken
+from psens.models.tree import TreeForward, supports, target_log_probs
 
 __all__ = ["CLAMP", "Encoded", "Prediction", "Scorer"]
 
@@ -194,7 +195,6 @@ class Scorer:
         tree_attention: bool = True,
     ) -> None:
         from psens.models.mask_tokens import mask_token
-        from psens.models.tree import TreeForward, supports
 
         if not getattr(tokenizer, "is_fast", False):
             fail(
@@ -555,10 +555,8 @@ class Scorer:
                 if b < length:
                     self._extend(seg, cache)
                 else:
-                    logits = self._forward(seg, cache, keep=k).logits[:, -k:, :].double()
-                    logp = torch.log_softmax(logits, dim=-1)
-                    got = logp.gather(-1, tgt.view(1, k, 1).expand(len(seg), k, 1))[..., 0]
-                    out[idx] = got.cpu().numpy()
+                    logits = self._forward(seg, cache, keep=k).logits[:, -k:, :]
+                    out[idx] = target_log_probs(logits, tgt).cpu().numpy()
                     if bar is not None:
                         bar.update(len(idx))
                     return
@@ -575,9 +573,8 @@ class Scorer:
         tgt = torch.as_tensor(targets, device=self.device)
         for i, r in enumerate(rows):
             full = np.concatenate([r, targets[:-1]]) if k > 1 else r
-            logits = self._forward(full[None, :], None, keep=0).logits[0, -k:, :].double()
-            logp = torch.log_softmax(logits, dim=-1)
-            out[i] = logp.gather(-1, tgt.view(k, 1))[:, 0].cpu().numpy()
+            logits = self._forward(full[None, :], None, keep=0).logits[:, -k:, :]
+            out[i] = target_log_probs(logits, tgt)[0].cpu().numpy()
         return out
 
     # ------------------------------------------------------------------ public API

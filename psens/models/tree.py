@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["TreeForward", "supports"]
+__all__ = ["TreeForward", "supports", "target_log_probs"]
 
 SUPPORTED_TYPES = ("llama", "mistral", "qwen2", "qwen3")
 _ATTN_PARTS = ("q_proj", "k_proj", "v_proj", "o_proj", "scaling", "head_dim")
@@ -72,6 +72,19 @@ def supports(model, length: int | None = None) -> bool:
             return False
     w = _window(model)
     return w is None or length is None or length <= w
+
+
+def target_log_probs(logits, targets):
+    """``log softmax(z)[y_j]`` in float64 at each of the last ``k`` positions.
+
+    ``logits`` (N, k, V) over the full vocabulary, ``targets`` (k,) token ids (a tensor
+    on the logits' device); returns (N, k) — the log-probabilities behind v (IPS §3.1).
+    """
+    import torch
+
+    logp = torch.log_softmax(logits.double(), dim=-1)
+    n, k = logp.shape[:2]
+    return logp.gather(-1, targets.view(1, k, 1).expand(n, k, 1))[..., 0]
 
 
 def _rotate(x, cos, sin):
@@ -218,10 +231,8 @@ class TreeForward:
                 par = None if prefix is None else (prefix, parent[level][a:b] - prefix[0])
                 x, keys, values = self._run(ids, starts[level], par, last, k, rope)
                 if last:
-                    logits = self.model.lm_head(self._final_norm(x)).double()
-                    logp = torch.log_softmax(logits, dim=-1)
-                    got = logp.gather(-1, tgt.view(1, k, 1).expand(len(ids), k, 1))[..., 0]
-                    done[a:b] = got.cpu().numpy()
+                    logits = self.model.lm_head(self._final_norm(x))
+                    done[a:b] = target_log_probs(logits, tgt).cpu().numpy()
                     if on_done is not None:
                         on_done(b - a)
                     continue
