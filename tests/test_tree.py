@@ -142,9 +142,10 @@ def test_a_small_memory_budget_slices_finer_and_changes_nothing(tok, monkeypatch
 
     model = _config("llama", tok)
     s, masks, ref = _all_masks_agree(model, tok)
-    roomy = s._tree_nodes(60)
+    roomy, roomy_rows = s._tree_nodes(60), s._budget_rows(60)
     monkeypatch.setattr(scorer_module, "_available_ram", lambda: 2e5)
     tight = s._tree_nodes(60)
+    assert 1 <= s._budget_rows(60) < roomy_rows  # the generic walk's chunks shrink too
     # fewer nodes per call, and fewer still when each keeps a longer prefix
     assert tight(4, 10) < roomy(4, 10) and tight(4, 50) <= tight(4, 10) and tight(4, 50) >= 1
     np.testing.assert_allclose(s.value(LONG, "ips1", masks), ref, atol=1e-4)

@@ -387,26 +387,31 @@ class Scorer:
             kw["output_hidden_states"] = True
         return self.model(**kw)
 
-    def _budget_rows(self, length: int) -> int:
-        """Rows per chunk so that the key/value cache stays within a memory budget."""
-        if self.batch_size:
-            return int(self.batch_size)
-        cfg = self._text_config()
-        layers = getattr(cfg, "num_hidden_layers", 24)
-        heads = getattr(cfg, "num_attention_heads", 16)
-        kv = getattr(cfg, "num_key_value_heads", None) or heads
-        hdim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
-        nbytes = self.dtype.itemsize if hasattr(self.dtype, "itemsize") else 4
-        per_row = 2 * layers * kv * hdim * length * nbytes * 3  # cache + copies during cat
-        per_row += getattr(cfg, "vocab_size", 50000) * 16  # logits, float64 softmax
+    def _memory_budget(self) -> float:
+        """Bytes a scoring call may use: 50 % of free GPU memory, or 20 % of available RAM."""
         if self.device.type == "cuda":
             import torch
 
-            free, _ = torch.cuda.mem_get_info(self.device)
-            budget, cap = 0.5 * free, 1024
-        else:
-            budget, cap = 0.2 * _available_ram(), 128
-        return int(max(1, min(cap, budget // max(per_row, 1))))
+            return 0.5 * torch.cuda.mem_get_info(self.device)[0]
+        return 0.2 * _available_ram()
+
+    def _kv_bytes_per_token(self) -> int:
+        """Bytes of keys and values one token keeps across all layers."""
+        cfg = self._text_config()
+        heads = getattr(cfg, "num_attention_heads", 16)
+        kv = getattr(cfg, "num_key_value_heads", None) or heads
+        hdim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+        return 2 * getattr(cfg, "num_hidden_layers", 24) * kv * hdim * self.dtype.itemsize
+
+    def _budget_rows(self, length: int) -> int:
+        """Rows per chunk of the generic walk so that the key/value cache (and its copies
+        while it grows) and the float64 logits stay within the memory budget."""
+        if self.batch_size:
+            return int(self.batch_size)
+        per_row = 3 * self._kv_bytes_per_token() * length  # cache + copies during cat
+        per_row += getattr(self._text_config(), "vocab_size", 50000) * 16  # float64 softmax
+        cap = 1024 if self.device.type == "cuda" else 128
+        return int(max(1, min(cap, self._memory_budget() // per_row)))
 
     #: Most tokens computed in one call of the tree path on CPU (cache-friendly sizes).
     tree_tokens_cpu = 8192
@@ -414,11 +419,11 @@ class Scorer:
     def _tree_nodes(self, length: int):
         """Nodes per call of the tree path, as a function ``(segment length, prefix end)``.
 
-        ``batch_size`` when set (fixed, so runs are reproducible); otherwise bounded by a
-        memory budget (20 % of the available RAM on CPU, 50 % of free GPU memory) twice:
-        float32 temporaries of the computed tokens (hidden states, projections, MLP,
-        attention over ``length`` keys; at most ``tree_tokens_cpu`` tokens on CPU), and
-        the full-prefix keys/values each node keeps for its children (half the budget).
+        ``batch_size`` when set (fixed, so runs are reproducible); otherwise bounded by the
+        memory budget twice: float32 temporaries of the computed tokens (hidden states,
+        projections, MLP, attention over at most ``2 * length`` keys; at most
+        ``tree_tokens_cpu`` tokens on CPU), and the full-prefix keys/values each node keeps
+        for its children (half the budget).
         """
         if self.batch_size:
             return lambda seg, end: int(self.batch_size)
@@ -426,16 +431,10 @@ class Scorer:
         hidden = cfg.hidden_size
         inter = getattr(cfg, "intermediate_size", 4 * hidden)
         heads = getattr(cfg, "num_attention_heads", 16)
-        kv = getattr(cfg, "num_key_value_heads", None) or heads
-        hdim = getattr(cfg, "head_dim", None) or hidden // heads
-        per_token = 4 * (6 * hidden + 3 * inter + 6 * heads * length)  # <= 2 L keys/query
-        kv_token = 2 * cfg.num_hidden_layers * kv * hdim * self.dtype.itemsize
-        if self.device.type == "cuda":
-            import torch
-
-            budget, cap = 0.5 * torch.cuda.mem_get_info(self.device)[0], 1 << 20
-        else:
-            budget, cap = 0.2 * _available_ram(), self.tree_tokens_cpu
+        per_token = 4 * (6 * hidden + 3 * inter + 6 * heads * length)
+        kv_token = self._kv_bytes_per_token()
+        budget = self._memory_budget()
+        cap = 1 << 20 if self.device.type == "cuda" else self.tree_tokens_cpu
         tokens = max(1, min(cap, int(budget // per_token)))
         return lambda seg, end: max(1, min(tokens // seg, int(budget // (2 * end * kv_token))))
 
