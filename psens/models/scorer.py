@@ -33,8 +33,9 @@ each variable (cuts that do not pay are dropped, :meth:`Scorer._plan`), and each
 runs the model once on one segment for every distinct prefix. For Llama-style decoders
 (llama, mistral, qwen2, qwen3) the walk uses grouped tree attention
 (:mod:`psens.models.tree`): the children of a parent attend to its prefix in place, so
-no per-prompt key/value cache is ever built. Other models go through their own forward
-pass, the key/value cache of a parent prefix copied to its children
+the leaves — the largest level — never get a key/value cache of their own. Other
+models go through their own forward pass, the key/value cache of a parent prefix copied
+to its children
 (``DynamicCache.batch_select_indices``). Logits are computed at the last position only.
 Work is split into slices that fit a memory budget. ``method="prefix"`` only shares the
 prefix before the first variable; ``method="naive"`` scores one prompt at a time with
@@ -172,7 +173,7 @@ class Scorer:
         Show a tqdm bar (masks/s) for calls with at least 64 unique masks.
     tree_attention : bool
         For Llama-style decoders (:mod:`psens.models.tree`: llama, mistral, qwen2,
-        qwen3), walk the prefix tree with copy-free tree attention (default); False, or
+        qwen3), walk the prefix tree with grouped tree attention (default); False, or
         any other model, uses the generic path through the model's own forward and
         key/value cache.
     """
