@@ -56,17 +56,19 @@ class FakeServer:
                     if action[0] == "sleep":
                         time.sleep(action[1])
                         action = (200, action[2])
-                    status, text = action
-                    if status != 200:
-                        self._send(status, {"error": text})
-                    elif self.path.endswith("/chat/completions"):
-                        msg = {"role": "assistant", "content": text}
-                        self._send(200, {"choices": [{"message": msg, "finish_reason": "stop"}]})
-                    else:
-                        self._send(200, {"choices": [{"text": text, "finish_reason": "stop"}]})
                 finally:
+                    # done before the reply is written: once the client has the reply it may
+                    # send its next request, which must not count as overlapping this one
                     with server.lock:
                         server.in_flight -= 1
+                status, text = action
+                if status != 200:
+                    self._send(status, {"error": text})
+                elif self.path.endswith("/chat/completions"):
+                    msg = {"role": "assistant", "content": text}
+                    self._send(200, {"choices": [{"message": msg, "finish_reason": "stop"}]})
+                else:
+                    self._send(200, {"choices": [{"text": text, "finish_reason": "stop"}]})
 
             def _send(self, status, payload):
                 data = json.dumps(payload).encode()
