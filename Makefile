@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install demo test test-slow test-integration test-browser bench lint format clean
+.PHONY: install demo test test-slow test-integration test-browser bench lint format notebooks clean
 
 install: $(STAMP)
 
@@ -28,9 +28,11 @@ $(STAMP): pyproject.toml Makefile
 demo: $(STAMP)
 	$(PY) -m psens.demo
 
+LINTED := psens widgets tests scripts notebooks
+
 test: $(STAMP)
-	$(VENV)/bin/ruff check psens widgets tests scripts
-	$(VENV)/bin/ruff format --check psens widgets tests scripts
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
 	$(PY) -m pytest -q -m "not slow and not integration and not browser" --timeout=900 --doctest-modules tests psens
 
 test-slow: $(STAMP)
@@ -52,12 +54,17 @@ bench: $(STAMP)
 	$(PY) scripts/bench.py
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check psens widgets tests scripts
-	$(VENV)/bin/ruff format --check psens widgets tests scripts
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
 
 format: $(STAMP)
-	$(VENV)/bin/ruff format psens widgets tests scripts
-	$(VENV)/bin/ruff check --fix psens widgets tests scripts
+	$(VENV)/bin/ruff format $(LINTED)
+	$(VENV)/bin/ruff check --fix $(LINTED)
+
+# Each notebook is notebooks/NN_name.py (py:percent, linted) + NN_name.ipynb (outputs
+# stripped): after editing either file, this rewrites the other.
+notebooks: $(STAMP)
+	$(PY) scripts/notebooks.py sync
 
 clean:
 	rm -rf $(VENV) build .pytest_cache

@@ -1,19 +1,40 @@
 """psens: measure and explain the prompt sensitivity of language models.
 
-Four methods on one data model: IPS (AND-OR interactions, the centre), PSS (ProSA),
-EAS (heuristic vs judge) and DBSA (distribution-based token sensitivity).
+Four methods on one data model, a package each: :mod:`psens.ips` (AND-OR interactions,
+the centre; its numerical core is :mod:`psens.interactions`), :mod:`psens.pss` (ProSA),
+:mod:`psens.eas` (heuristic vs judge) and :mod:`psens.dbsa` (distribution-based token
+sensitivity). Shared layers below them: :mod:`psens.datasets`, :mod:`psens.prompts`,
+:mod:`psens.variants`, :mod:`psens.models`, :mod:`psens.backends`, :mod:`psens.store`,
+:mod:`psens.runner`.
 
 ``import psens`` loads neither torch nor any UI library; submodules that need them
 import them lazily and name the extra to install when it is missing.
 """
 
-from psens import datasets, factors, interactions, ips, models, prompts
+import importlib as _importlib
+import sys as _sys
+
+__version__ = "0.1.0"
+
+from psens import datasets, interactions, ips, models, prompts
 from psens.config import RunConfig, load_config
-from psens.interactions import SolverSettings, and_or, mobius_and, mobius_or, reconstruct
+from psens.interactions import (
+    SolverSettings,
+    and_or,
+    mobius_and,
+    mobius_or,
+    reconstruct,
+)
+from psens.ips import factors
 from psens.runner import run
 from psens.store import open_run
 
-__version__ = "0.1.0"
+# ``psens.factors`` (and its submodules) is the name the factor analyses had before they
+# moved under ``psens.ips``: both names are the same module objects.
+_sys.modules["psens.factors"] = factors
+_FACTOR_MODULES = ("compare", "consistency", "meta", "pairings", "perturbation")
+for _name in (*_FACTOR_MODULES, "representation", "stats", "threshold"):
+    _sys.modules[f"psens.factors.{_name}"] = _importlib.import_module(f"psens.ips.factors.{_name}")
 
 __all__ = [
     "RunConfig",

@@ -126,7 +126,7 @@ class RunConfig:
         return list(self.templates)
 
     def check(self) -> None:
-        """Cheap checks that need no model and no dataset (see :meth:`check_resources`)."""
+        """Cheap checks that need no model and no dataset (the runner loads the items next)."""
         from psens import prompts
         from psens.interactions import SolverSettings
 
@@ -197,12 +197,6 @@ class RunConfig:
             )
         for m in self.models:
             _check_model(m)
-
-    def check_resources(self):
-        """Load the dataset items this run needs (fails before any model is loaded)."""
-        from psens.runner import select_items
-
-        return select_items(self)
 
     # ----------------------------------------------------------------- identity
 

@@ -25,11 +25,12 @@ def _done(ds):
 
 
 def report_chart(ds):
-    """One altair chart with the three panels of the report (built from :mod:`psens.tables`
-    and :mod:`psens.plots_ips`, as the widgets are)."""
+    """One altair chart with the three panels of the report (built from :mod:`psens.ips.tables`
+    and :mod:`psens.ips.charts`, as the widgets are)."""
     import altair as alt
 
-    from psens import plots_ips, tables
+    from psens.ips import charts as plots_ips
+    from psens.ips import tables
 
     ds = _done(ds).load()
     if "shot" in ds.dims:

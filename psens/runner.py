@@ -479,7 +479,7 @@ def _run_dask(cfg: RunConfig, todo, progress: bool) -> None:
 
 def summarize(ds, wall: float | None = None) -> str:
     """One line per model: IPS (all/low/mid/high), output consistency, failed blocks."""
-    from psens import tables
+    from psens.ips import tables
 
     ds = ds.load()
     if "shot" in ds.dims:

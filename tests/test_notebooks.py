@@ -1,4 +1,4 @@
-"""Every notebook in notebooks/ runs top to bottom at tiny size, within a time budget.
+"""Every notebook is a synced pair (.py + .ipynb) and runs top to bottom at tiny size, in time.
 
 The kernel is ``python3``; jupyter_client starts it with this interpreter (the venv's),
 so ipykernel must be installed in the environment that runs pytest. Budget: 60 s per
@@ -8,11 +8,14 @@ notebook on a 2-core machine (``PSENS_NB_BUDGET`` overrides it, in seconds).
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 import time
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -22,9 +25,41 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 BUDGET = float(os.environ.get("PSENS_NB_BUDGET", "60"))
 
 
+SYNC = [sys.executable, str(ROOT / "scripts" / "notebooks.py")]
+
+
 def test_there_are_notebooks():
     names = {p.name[:2] for p in NOTEBOOKS}
     assert {"01", "02", "03", "04", "08"} <= names
+
+
+def test_every_notebook_is_a_py_ipynb_pair_in_sync():
+    assert {p.stem for p in NOTEBOOKS} == {p.stem for p in (ROOT / "notebooks").glob("*.py")}
+    out = subprocess.run([*SYNC, "check"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize("side", ["py", "ipynb", "missing"])
+def test_the_sync_check_fails_when_one_side_is_edited_alone(tmp_path, side):
+    src = ROOT / "notebooks" / "01_interactions_faithfulness"
+    for ext in ("py", "ipynb"):
+        shutil.copy(f"{src}.{ext}", tmp_path / f"01_x.{ext}")
+    check = [*SYNC, "check", "--dir", str(tmp_path)]
+    assert subprocess.run(check, capture_output=True).returncode == 0
+    if side == "py":
+        path = tmp_path / "01_x.py"
+        path.write_text(path.read_text().replace("import pandas as pd", "import pandas as pd  # x"))
+    elif side == "ipynb":
+        nb = nbformat.read(tmp_path / "01_x.ipynb", as_version=4)
+        nb.cells[-1].source += "\nprint('edited in Jupyter')"
+        nbformat.write(nb, tmp_path / "01_x.ipynb")
+    else:
+        (tmp_path / "01_x.ipynb").unlink()
+    out = subprocess.run(check, capture_output=True, text=True)
+    assert out.returncode == 1 and "01_x" in out.stderr
+    # sync repairs it, whichever side was edited (the newer file wins)
+    subprocess.run([*SYNC, "sync", "--dir", str(tmp_path)], check=True, capture_output=True)
+    assert subprocess.run(check, capture_output=True).returncode == 0
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])

@@ -8,7 +8,7 @@ import tomllib
 
 import yaml
 
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 
 def test_environment_yml_installs_the_pyproject_extras():
@@ -52,7 +52,7 @@ def test_public_api_is_explicit():
 def test_every_subpackage_is_packaged():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     listed = set(project["tool"]["setuptools"]["packages"])
-    found = {"psens", "psens.widgets"} | {
-        "psens." + p.parent.name for p in (ROOT / "psens").glob("*/__init__.py")
+    found = {"psens.widgets"} | {
+        ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "psens").rglob("__init__.py")
     }
     assert found == listed

@@ -8,7 +8,7 @@ pytest.importorskip("altair")
 pytest.importorskip("vl_convert")
 
 from psens.report import report_chart, write_report
-from psens.testing import synthetic_run
+from psens.synthetic import synthetic_run
 
 
 def test_report_is_offline_and_complete(tmp_path):

@@ -18,10 +18,12 @@ pytest.importorskip("transformers")
 from psens import prompts, store
 from psens.cli import main
 from psens.interactions import reconstruct
-from psens.testing import assert_run_equal
-from tests.lm_fixtures import write_tiny_dataset, write_tiny_model
-
-ROOT = Path(__file__).resolve().parents[1]
+from psens.synthetic import assert_run_equal
+from tests.support import (
+    ROOT,
+    write_tiny_dataset,
+    write_tiny_model,
+)
 
 
 @pytest.fixture(scope="module")

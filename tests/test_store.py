@@ -9,7 +9,7 @@ import pytest
 
 from psens import store
 from psens.interactions import reconstruct
-from psens.testing import assert_run_equal, synthetic_run
+from psens.synthetic import assert_run_equal, synthetic_run
 
 
 @pytest.fixture(scope="module")

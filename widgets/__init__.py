@@ -8,11 +8,11 @@ Each widget is built from one run Dataset (or a slice of one) and displays itsel
 Widgets are traitlets objects: set ``w.tau = 0.2`` (or move the slider) and the chart
 updates in place. ``w.on_select(cb)`` is called with the models clicked on the chart;
 :func:`link_models` lets one widget's pick drive another's models. The pure chart builders
-are in :mod:`psens.plots_ips`, the tables behind them in ``psens.tables``.
+are in :mod:`psens.ips.charts`, the tables behind them in ``psens.ips.tables``.
 """
 
-from psens import plots_ips as charts
-from psens.tables import subset_label, subset_words
+from psens.ips import charts
+from psens.ips.tables import subset_label, subset_words
 
 from ._base import EMBED_OPTIONS, ChartWidget, enable_offline, link_models
 from .case_study import CaseStudy

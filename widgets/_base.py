@@ -19,8 +19,8 @@ import altair as alt
 import ipywidgets
 import traitlets
 
+from psens._charts import PICK
 from psens._validation import check_in_interval, fail
-from psens.plots_ips import PICK
 
 __all__ = [
     "EMBED_OPTIONS",
@@ -77,7 +77,7 @@ def check_run(ds, where: str) -> None:
         fail(
             where,
             f"the object has no {missing} variables (got {type(ds).__name__})",
-            "Pass a psens run Dataset (psens.store.open_run or psens.testing.synthetic_run)",
+            "Pass a psens run Dataset (psens.store.open_run or psens.synthetic.synthetic_run)",
             TypeError,
         )
     need = {"model", "sample", "template", "subset"}

@@ -9,8 +9,8 @@ import ipywidgets
 import traitlets
 
 from psens._validation import fail
-from psens.plots_ips import case_study_chart
-from psens.tables import case_table
+from psens.ips.charts import case_study_chart
+from psens.ips.tables import case_table
 
 from ._base import ChartWidget, check_run
 
@@ -42,8 +42,8 @@ class CaseStudy(ChartWidget):
 
     Examples
     --------
-    >>> import psens.testing, psens.widgets
-    >>> w = psens.widgets.CaseStudy(psens.testing.synthetic_run(n_samples=3), top_k=3)
+    >>> import psens.synthetic, psens.widgets
+    >>> w = psens.widgets.CaseStudy(psens.synthetic.synthetic_run(n_samples=3), top_k=3)
     >>> bool(w.tables["case"]["label"].str.match(r"(AND|OR) \\{").all())
     True
     """

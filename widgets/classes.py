@@ -10,8 +10,8 @@ import ipywidgets
 import traitlets
 
 from psens._validation import fail
-from psens.plots_ips import classes_chart
-from psens.tables import ORDER_TYPES, class_table
+from psens.ips.charts import classes_chart
+from psens.ips.tables import ORDER_TYPES, class_table
 
 from ._base import ChartWidget, check_run
 
@@ -43,8 +43,8 @@ class InteractionClasses(ChartWidget):
 
     Examples
     --------
-    >>> import psens.testing, psens.widgets
-    >>> w = psens.widgets.InteractionClasses(psens.testing.synthetic_run(n_samples=3), pair=0)
+    >>> import psens.synthetic, psens.widgets
+    >>> w = psens.widgets.InteractionClasses(psens.synthetic.synthetic_run(n_samples=3), pair=0)
     >>> sorted(w.tables["classes"]["group"].unique())
     ['changed', 'unchanged']
     """

@@ -20,13 +20,13 @@ import pandas as pd
 import traitlets
 import xarray as xr
 
+from psens._charts import PICK
 from psens._validation import check_in_interval, fail
 from psens.dbsa.ablations import spearman
 from psens.dbsa.analysis import analyse
 from psens.dbsa.distances import STATISTICS
 from psens.dbsa.highlight import highlight_html
 from psens.dbsa.plots import compare_top_k, compare_top_k_chart
-from psens.plots_ips import PICK
 
 from ._base import BaseWidget
 

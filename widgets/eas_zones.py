@@ -21,12 +21,12 @@ import numpy as np
 import pandas as pd
 import traitlets
 
+from psens._charts import PICK
 from psens._validation import check_in_interval, fail
-from psens.eas import _judge_float as judge_float
 from psens.eas import instance_metrics, thresholds, zones
-from psens.plots_ips import PICK
-from psens.plots_output import instance_key, template_scores, zones_scatter
-from psens.scoring import heuristic_scores
+from psens.eas.charts import instance_key, template_scores, zones_scatter
+from psens.eas.metric import judge_float
+from psens.eas.scoring import heuristic_scores
 
 from ._base import EMBED_OPTIONS, BaseWidget
 
@@ -41,7 +41,7 @@ def instance_detail(rows: pd.DataFrame, key: str, compat: str | None = None) -> 
     """The per-template scores of one instance: ``template_id, role, fmt, prefix, heuristic,
     judge, raw_response, judge_raw`` (sorted by template), from judged response rows.
 
-    ``heuristic`` is :func:`psens.scoring.heuristic_scores` (``compat="eas"``: the published
+    ``heuristic`` is :func:`psens.eas.scoring.heuristic_scores` (``compat="eas"``: the published
     scorers), ``judge`` the verdict as 1.0/0.0 (NaN when missing), as in
     :func:`psens.eas.instance_metrics`. ``key`` is ``"<model_name>|<dataset>|<id>"``.
     """
@@ -122,7 +122,7 @@ class EASZones(BaseWidget):
     thresholds : (float, float)
         The current ``(t_H, t_J)``.
     detail_chart : altair.JupyterChart
-        The picked instance's per-template scores (:func:`psens.plots_output.template_scores`).
+        The picked instance's per-template scores (:func:`psens.eas.charts.template_scores`).
     detail_html : ipywidgets.HTML
         Its metrics and responses.
 

@@ -10,8 +10,8 @@ import ipywidgets
 import traitlets
 
 from psens._validation import fail
-from psens.plots_ips import factor_chart
-from psens.tables import _format_value, factor_table, group_values, model_meta, per_sample_ips
+from psens.ips.charts import factor_chart
+from psens.ips.tables import factor_table, format_value, group_values, model_meta, per_sample_ips
 
 from ._base import ChartWidget, check_run
 
@@ -50,8 +50,8 @@ class FactorCompare(ChartWidget):
 
     Examples
     --------
-    >>> import psens.testing, psens.widgets
-    >>> w = psens.widgets.FactorCompare(psens.testing.synthetic_run(n_samples=3), by="kind")
+    >>> import psens.synthetic, psens.widgets
+    >>> w = psens.widgets.FactorCompare(psens.synthetic.synthetic_run(n_samples=3), by="kind")
     >>> w.b
     ['base']
     >>> list(w.tables["delta"]["type"])
@@ -134,7 +134,7 @@ class FactorCompare(ChartWidget):
         return proposal["value"]
 
     def _group_options(self) -> list[tuple[str, Any]]:
-        return [(_format_value(v), v) for v in group_values(self.ds, self.by)]
+        return [(format_value(v), v) for v in group_values(self.ds, self.by)]
 
     def _controls(self) -> dict[str, ipywidgets.Widget]:
         opts = self._group_options()

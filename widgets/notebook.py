@@ -6,7 +6,7 @@ Notebooks read two environment variables (papermill ``-p`` sets the same names):
     Path of a stored run (``.zarr`` from :func:`psens.run`). Empty: make one.
 ``PSENS_SIZE``
     ``tiny`` (default): a synthetic run of the store schema, built in seconds
-    (:func:`psens.testing.synthetic_run`); for CI and a first look. ``full``: the paper-size
+    (:func:`psens.synthetic.synthetic_run`); for CI and a first look. ``full``: the paper-size
     configuration through the run pipeline :func:`psens.run` (hours on a GPU; resumable).
 """
 
@@ -63,7 +63,7 @@ def load_run(
     size : {"tiny", "full"}, optional
         Default ``$PSENS_SIZE`` or ``"tiny"``.
     tiny : mapping, optional
-        Keyword arguments of :func:`psens.testing.synthetic_run`.
+        Keyword arguments of :func:`psens.synthetic.synthetic_run`.
     full : mapping, optional
         The config of :func:`psens.run` (keys ``store, models, dataset, split, samples,
         templates, n_vars, tau, solver, seed``); the run resumes if its store exists.
@@ -82,7 +82,7 @@ def load_run(
     if size not in SIZES:
         fail(where, f"size={size!r} (PSENS_SIZE) is unknown", f"Use one of {SIZES}")
     if size == "tiny":
-        from psens.testing import synthetic_run
+        from psens.synthetic import synthetic_run
 
         return synthetic_run(**dict(tiny or {}))
     if not full:

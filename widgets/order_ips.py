@@ -10,8 +10,8 @@ import ipywidgets
 import traitlets
 
 from psens._validation import fail
-from psens.plots_ips import order_ips_chart
-from psens.tables import (
+from psens.ips.charts import order_ips_chart
+from psens.ips.tables import (
     ORDER_TYPES,
     model_meta,
     order_ips_table,
@@ -54,8 +54,8 @@ class OrderIPS(ChartWidget):
 
     Examples
     --------
-    >>> import psens.testing, psens.widgets
-    >>> w = psens.widgets.OrderIPS(psens.testing.synthetic_run(n_samples=3))
+    >>> import psens.synthetic, psens.widgets
+    >>> w = psens.widgets.OrderIPS(psens.synthetic.synthetic_run(n_samples=3))
     >>> w.tau = 0.2  # the slider moves and the chart updates in place
     >>> sorted(w.tables["ips"]["type"].unique())
     ['all', 'high', 'low', 'mid']

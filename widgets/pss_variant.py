@@ -7,7 +7,7 @@ widget shows, for a selection of models:
 
 * ``view="model"``: the dataset PSS per model (ProSA fig. 3/4);
 * ``view="variant"``: each variant's share of the PSS, ``D_p`` = the mean gap between
-  variant ``p`` and the other variants (:func:`psens.plots_output.variant_disagreement`;
+  variant ``p`` and the other variants (:func:`psens.eas.charts.variant_disagreement`;
   its mean over variants is the PSS), which shows *which* prompts drive a model's
   sensitivity, with the mean score per variant in the table;
 * ``view="style"``: PSS within each prompt style (the three variants of ProSA §3.1's
@@ -29,10 +29,11 @@ import pandas as pd
 import traitlets
 import xarray as xr
 
+from psens._charts import PICK
 from psens._validation import fail
-from psens.plots_ips import PICK
-from psens.plots_output import pss_by_model, pss_by_shot, pss_by_variant, variant_disagreement
 from psens.pss import pss as dataset_pss
+from psens.pss.charts import pss_by_model, pss_by_shot, pss_by_variant
+from psens.pss.metric import variant_disagreement
 
 from ._base import BaseWidget
 

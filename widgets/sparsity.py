@@ -11,8 +11,8 @@ import pandas as pd
 import traitlets
 
 from psens._validation import check_in_interval, fail
-from psens.plots_ips import sparsity_chart
-from psens.tables import matching_curve, matching_error_table, sparsity_table
+from psens.ips.charts import sparsity_chart
+from psens.ips.tables import matching_curve, matching_error_table, sparsity_table
 
 from ._base import ChartWidget, check_run
 
@@ -46,8 +46,8 @@ class Sparsity(ChartWidget):
 
     Examples
     --------
-    >>> import psens.testing, psens.widgets
-    >>> w = psens.widgets.Sparsity(psens.testing.synthetic_run(n_samples=3), fraction=1.0)
+    >>> import psens.synthetic, psens.widgets
+    >>> w = psens.widgets.Sparsity(psens.synthetic.synthetic_run(n_samples=3), fraction=1.0)
     >>> float(w.tables["matching"]["error"].max()) < 1e-9  # all interactions: exact
     True
     """

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .._charts import altair, need_columns
 from .._validation import check_positive_int, fail
 
 __all__ = [
@@ -27,31 +28,13 @@ __all__ = [
 ]
 
 
-def _alt() -> Any:
-    try:
-        import altair as alt
-    except ImportError as err:  # pragma: no cover - depends on the environment
-        raise ImportError("DBSA charts need altair: pip install 'psens[widgets]'") from err
-    return alt
-
-
-def _need(df: pd.DataFrame, cols: list[str], where: str) -> None:
-    missing = [c for c in cols if c not in df.columns]
-    if missing:
-        fail(
-            where,
-            f"the table lacks columns {missing}",
-            "Pass the DataFrame made by the matching psens.dbsa function",
-        )
-
-
 def effect_size_chart(df: pd.DataFrame, *, value: str = "effect_size") -> Any:
     """Per-token effect sizes of several models as a heatmap (fig. 2): tokens × models.
 
     ``df`` is :func:`psens.dbsa.ablations.effect_sizes`.
     """
-    alt = _alt()
-    _need(df, ["model", "token", "order", value], "effect_size_chart")
+    alt = altair()
+    need_columns(df, ["model", "token", "order", value], "effect_size_chart")
     order = df.sort_values("order").drop_duplicates("token")["token"].tolist()
     return (
         alt.Chart(df)
@@ -73,7 +56,7 @@ def effect_size_chart(df: pd.DataFrame, *, value: str = "effect_size") -> Any:
 
 def rank_correlation_chart(matrix: pd.DataFrame) -> Any:
     """Heatmap with values of the model × model Spearman matrix (table 4)."""
-    alt = _alt()
+    alt = altair()
     if matrix.shape[0] != matrix.shape[1]:
         fail(
             "rank_correlation_chart",
@@ -103,8 +86,8 @@ def metric_ablation_chart(df: pd.DataFrame, *, by: str = "pair") -> Any:
 
     ``df`` is :func:`~psens.dbsa.ablations.metric_ablation` or ``statistic_ablation``.
     """
-    alt = _alt()
-    _need(df, ["model", by, "spearman"], "metric_ablation_chart")
+    alt = altair()
+    need_columns(df, ["model", by, "spearman"], "metric_ablation_chart")
     base = alt.Chart(df).encode(x=alt.X(f"{by}:N", title=None))
     models = base.mark_point(color="grey", opacity=0.6, filled=True).encode(
         y=alt.Y("spearman:Q", scale=alt.Scale(domain=[-1, 1]), title="Spearman ρ"),
@@ -118,8 +101,8 @@ def metric_ablation_chart(df: pd.DataFrame, *, by: str = "pair") -> Any:
 
 def sample_size_chart(df: pd.DataFrame) -> Any:
     """Fig. 4: ρ against the number of Monte Carlo samples, one line per prompt / model pair."""
-    alt = _alt()
-    _need(df, ["n_samples", "model_a", "model_b", "spearman"], "sample_size_chart")
+    alt = altair()
+    need_columns(df, ["n_samples", "model_a", "model_b", "spearman"], "sample_size_chart")
     data = df.assign(
         series=df["model_a"].astype(str)
         + " vs "
@@ -145,8 +128,8 @@ def sample_size_chart(df: pd.DataFrame) -> Any:
 
 def top_k_chart(table: pd.DataFrame) -> Any:
     """Bar chart of a :func:`~psens.dbsa.analysis.top_k` table, coloured by significance."""
-    alt = _alt()
-    _need(table, ["token", "effect_size", "p_value", "significant"], "top_k_chart")
+    alt = altair()
+    need_columns(table, ["token", "effect_size", "p_value", "significant"], "top_k_chart")
     return (
         alt.Chart(table)
         .mark_bar()
@@ -278,10 +261,12 @@ def compare_top_k_chart(
         Name of a click point selection on ``token`` to add (a widget reads it back).
     title : str, optional
     """
-    alt = _alt()
+    alt = altair()
     if value not in ("effect_size", "score"):
         fail("compare_top_k_chart", f"value={value!r}", 'Use "effect_size" or "score"')
-    _need(df, ["model", "token", "top", value, "p_value", "significant"], "compare_top_k_chart")
+    need_columns(
+        df, ["model", "token", "top", value, "p_value", "significant"], "compare_top_k_chart"
+    )
     order = list(df.attrs.get("order") or dict.fromkeys(df["token"]))
     models = list(dict.fromkeys(df["model"]))
     label = "effect size ω" if value == "effect_size" else "normalised score"

@@ -1,0 +1,104 @@
+# %% [markdown]
+# # 03 · IPS across models, and against output consistency (§4.1, fig. 4)
+#
+# **Interaction-based Prompt Sensitivity** (eq. 3): for each sample and each unordered pair of templates, the mean over the union of both salient sets of $|\tilde I_S(x|T) - \tilde I_S(x|\hat T)| / ((|\tilde I_S(x|T)| + |\tilde I_S(x|\hat T)|)/2)$; averaged over pairs, then samples. It lies in $[0, 2]$: 0 when nothing changes, 2 when every salient interaction flips sign or vanishes.
+#
+# **The paper reports** (fig. 4a) IPS from 1.268 (Qwen2.5-72B-Instruct) to 1.752 (Mistral-7B-v0.3) over 50 LLMs, with no family winning outright, and (fig. 4b) a negative correlation between IPS and output consistency (the share of samples answered identically under every template).
+#
+# **How to run.** Cell by cell, top to bottom. The `parameters` cell reads two environment
+# variables (papermill's `-p` sets the same names):
+#
+# * `PSENS_RUN=path/to/run.zarr` opens a stored run (from `psens.run`);
+# * otherwise `PSENS_SIZE=tiny` (default) builds a small **synthetic** run with the exact
+#   layout of a real one (no model is called, so the numbers illustrate the method, not the
+#   paper's findings), and `PSENS_SIZE=full` runs the paper-size configuration with
+#   `psens.run` (needs the model weights and hours of GPU time; it resumes where it stopped).
+#
+# Every chart is a widget: move a control and the chart updates in place; click a model
+# on a chart to pick it (shift-click adds, double-click clears).
+#
+
+# %% tags=["parameters"]
+import os
+
+# A stored run (a .zarr folder written by psens.run). Empty: make one below.
+PSENS_RUN = os.environ.get("PSENS_RUN", "")
+# "tiny": a synthetic run of the same schema, built in seconds (CI, first look).
+# "full": the paper-size configuration through psens.run (hours, GPU; resumable).
+PSENS_SIZE = os.environ.get("PSENS_SIZE", "tiny")
+
+
+# %%
+import altair as alt
+
+import psens
+import psens.widgets as pw
+
+# The paper's MCQ setting (§4.1): ARC, five templates (fig. 15), n <= 10 words, tau = 0.1.
+# The paper does not say how many ARC items it used; `samples` is ours to choose.
+FULL = dict(
+    store="runs/ips_arc.zarr",
+    models=pw.registry_models(missing_ok=True),  # the 50 models of table 1 (data/models.csv)
+    dataset="arc",
+    split="test",
+    samples=500,
+    templates=["ips1", "ips2", "ips3", "ips4", "ips5"],
+    n_vars=10,
+    tau=0.1,
+    solver="exact",
+    seed=0,
+)
+TINY = dict(n_samples=12, seed=0)
+
+ds = pw.load_run(PSENS_RUN, PSENS_SIZE, tiny=TINY, full=FULL)
+ds
+
+
+# %% [markdown]
+# ## The metric, directly
+#
+# `psens.ips.ips(ds)` returns per-sample IPS; `psens.ips.aggregate` averages over samples, skipping samples with no salient interaction and saying how many it skipped.
+
+# %%
+per_sample = psens.ips.ips(ds, tau=0.1)
+mean = psens.ips.aggregate(per_sample, "sample")
+print("skipped (model, sample) cells:", mean.attrs["n_skipped"])
+mean.to_series().sort_values().round(3)
+
+# %% [markdown]
+# ## All models, ascending (fig. 4a)
+#
+# The `OrderIPS` widget showing only the overall IPS (`types=['all']`) is the fig. 4a ranking; the τ slider recomputes it (appendix F.8 shows the ranking is stable for τ in 0.05–0.20).
+
+# %%
+overview = pw.OrderIPS(ds, types=["all"])
+overview
+
+# %% [markdown]
+# ## IPS against output consistency (fig. 4b)
+#
+# Output consistency is the coarse, output-level metric: the share of samples whose prediction is the same under all templates. A fine-grained metric should correlate negatively with it.
+
+# %%
+pred = ds["prediction"].astype(str)
+consistent = (pred == pred.isel(template=0)).all("template").mean("sample")
+table = overview.tables["ips"][["model", "ips", "kind"]].copy()
+table["output_consistency"] = consistent.sel(model=table["model"].values).values
+print(
+    "Pearson r =",
+    round(table["ips"].corr(table["output_consistency"]), 3),
+    " Spearman rho =",
+    round(table["ips"].corr(table["output_consistency"], method="spearman"), 3),
+)
+chart = pw.charts.ips_consistency_chart(table)
+alt.JupyterChart(chart, embed_options=pw.EMBED_OPTIONS)
+
+# %% [markdown]
+# ## Drill down
+#
+# Pick models on the ranking above (click; shift-click adds): the class shares below follow (`pw.link_models`).
+
+# %%
+classes = pw.InteractionClasses(ds)
+pw.link_models(overview, classes)
+classes

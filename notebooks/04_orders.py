@@ -1,0 +1,114 @@
+# %% [markdown]
+# # 04 · Interaction orders (§4.3, fig. 9, 10, 11)
+#
+# The **order** of an interaction is the number of words in $S$. With $n$ the sample's number of words: low $1 \le |S| \le \lfloor n/3 \rfloor$, mid up to $\lfloor 2n/3 \rfloor$, high above. IPS restricted to one band gives $IPS_{low}$, $IPS_{mid}$, $IPS_{high}$.
+#
+# **The paper reports** (fig. 9): low-order interactions are the least sensitive, high-order the most. Fig. 10: the four factors that lower IPS (instruction tuning, dense instead of MoE, few-shot, and scale in fig. 11) act mostly on **low-order** interactions, less on mid-order, and hardly on high-order ones.
+#
+# **How to run.** Cell by cell, top to bottom. The `parameters` cell reads two environment
+# variables (papermill's `-p` sets the same names):
+#
+# * `PSENS_RUN=path/to/run.zarr` opens a stored run (from `psens.run`);
+# * otherwise `PSENS_SIZE=tiny` (default) builds a small **synthetic** run with the exact
+#   layout of a real one (no model is called, so the numbers illustrate the method, not the
+#   paper's findings), and `PSENS_SIZE=full` runs the paper-size configuration with
+#   `psens.run` (needs the model weights and hours of GPU time; it resumes where it stopped).
+#
+# Every chart is a widget: move a control and the chart updates in place; click a model
+# on a chart to pick it (shift-click adds, double-click clears).
+#
+
+# %% tags=["parameters"]
+import os
+
+# A stored run (a .zarr folder written by psens.run). Empty: make one below.
+PSENS_RUN = os.environ.get("PSENS_RUN", "")
+# "tiny": a synthetic run of the same schema, built in seconds (CI, first look).
+# "full": the paper-size configuration through psens.run (hours, GPU; resumable).
+PSENS_SIZE = os.environ.get("PSENS_SIZE", "tiny")
+
+
+# %%
+import pandas as pd
+
+import psens.widgets as pw
+
+# The paper's MCQ setting (§4.1): ARC, five templates (fig. 15), n <= 10 words, tau = 0.1.
+# The paper does not say how many ARC items it used; `samples` is ours to choose.
+FULL = dict(
+    store="runs/ips_arc.zarr",
+    models=pw.registry_models(missing_ok=True),  # the 50 models of table 1 (data/models.csv)
+    dataset="arc",
+    split="test",
+    samples=500,
+    templates=["ips1", "ips2", "ips3", "ips4", "ips5"],
+    n_vars=10,
+    tau=0.1,
+    solver="exact",
+    seed=0,
+)
+TINY = dict(n_samples=12, shots=[0, 1, 2, 3], seed=0)
+
+ds = pw.load_run(PSENS_RUN, PSENS_SIZE, tiny=TINY, full=FULL)
+ds
+
+
+# %% [markdown]
+# ## IPS by order, per model (fig. 9)
+#
+# Each bar is the mean over samples; a sample with no salient interaction of that order in any template pair is skipped (the tooltip and the status line count them). Try the τ slider, the sample subset (e.g. only samples with `n_vars=6`) and the model list.
+
+# %%
+orders = pw.OrderIPS(ds)
+orders
+
+# %% [markdown]
+# ## Across model scales (fig. 11)
+#
+# The same numbers with one panel per order and models sorted by series and size.
+
+# %%
+pw.OrderIPS(ds, layout="by_order")
+
+# %% [markdown]
+# ## What the factors change (fig. 10)
+#
+# $\Delta IPS_{type} = (IPS^A_{type} - IPS^B_{type}) / IPS^B_{type}$ with A the models with the factor and B without. Negative: the factor lowers sensitivity. The paper averages over matched pairs (a base model and its instruct version; every dense and MoE model of one family); choose that with *pair on*.
+#
+# **(a) instruction tuning:** A = chat/instruct, B = base.
+
+# %%
+pw.FactorCompare(ds, by="kind")
+
+# %% [markdown]
+# **(b) architecture:** A = dense, B = MoE, pairs within a family.
+
+# %%
+pw.FactorCompare(ds, by="arch", match="family")
+
+# %% [markdown]
+# **(c) few-shot:** A = 1-, 2- and 3-shot, B = 0-shot, each model with itself (only for runs with a `shot` dim; the tiny run has one).
+
+# %%
+if "shot" in ds.dims and ds.sizes["shot"] > 1:
+    shots = pw.FactorCompare(ds, by="shot")
+else:
+    shots = "this run has no few-shot settings"
+shots
+
+# %% [markdown]
+# ## The numbers behind fig. 10
+#
+# Relative change by order for each factor, as a table (rows: factor; columns: order).
+
+# %%
+rows = {}
+for label, kwargs in [
+    ("instruct vs base", dict(by="kind")),
+    ("dense vs MoE", dict(by="arch", match="family")),
+]:
+    delta = pw.FactorCompare(ds, **kwargs).tables["delta"]
+    rows[label] = delta.set_index("type")["delta"]
+if "shot" in ds.dims and ds.sizes["shot"] > 1:
+    rows["few-shot vs 0-shot"] = shots.tables["delta"].set_index("type")["delta"]
+pd.DataFrame(rows).T.style.format("{:+.1%}")

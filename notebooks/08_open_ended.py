@@ -1,0 +1,189 @@
+# %% [markdown]
+# # 08 · Open-ended items and variable selection (appendix K, L)
+#
+# Open-ended instructions (Dolly-15k) are much longer than MCQ items, and the cost of interactions grows as $2^n$. The paper keeps $n$ small by (1) treating stop words, punctuation and the instruction template as fixed background and (2) merging phrases into single variables (K.2). With no answer letter, psens scores the model's own greedy response to the unmasked prompt (mean per-token log-odds of its first tokens under teacher forcing; DESIGN.md, a documented choice: the paper does not say).
+#
+# **The paper reports** (fig. 45–51; fig. 52–58 with paraphrased and reordered instructions) the same conclusions as for MCQ: instruct/chat below base, larger below smaller, dense below MoE, few-shot below 0-shot, and low-order interactions the least sensitive.
+#
+# **How to run.** Cell by cell, top to bottom. The `parameters` cell reads two environment
+# variables (papermill's `-p` sets the same names):
+#
+# * `PSENS_RUN=path/to/run.zarr` opens a stored run (from `psens.run`);
+# * otherwise `PSENS_SIZE=tiny` (default) builds a small **synthetic** run with the exact
+#   layout of a real one (no model is called, so the numbers illustrate the method, not the
+#   paper's findings), and `PSENS_SIZE=full` runs the paper-size configuration with
+#   `psens.run` (needs the model weights and hours of GPU time; it resumes where it stopped).
+#
+# Every chart is a widget: move a control and the chart updates in place; click a model
+# on a chart to pick it (shift-click adds, double-click clears).
+#
+
+# %% tags=["parameters"]
+import os
+
+# A stored run (a .zarr folder written by psens.run). Empty: make one below.
+PSENS_RUN = os.environ.get("PSENS_RUN", "")
+# "tiny": a synthetic run of the same schema, built in seconds (CI, first look).
+# "full": the paper-size configuration through psens.run (hours, GPU; resumable).
+PSENS_SIZE = os.environ.get("PSENS_SIZE", "tiny")
+
+
+# %%
+import dataclasses
+
+import psens.widgets as pw
+from psens.prompts import TEMPLATES, register
+
+# Appendix K: Dolly-15k, the Llama-2 family, the instruction template of K.2. IPS needs two
+# or more templates: case and separator variants of it, registered here (appendix L uses
+# paraphrases and reordering instead, which are per-item rewrites).
+base = TEMPLATES["open"]
+register(
+    dataclasses.replace(
+        base,
+        name="open-case",
+        question="### INSTRUCTION:\n{question}",
+        answer="### RESPONSE:",
+        changes=("case",),
+    ),
+    overwrite=True,
+)
+register(
+    dataclasses.replace(
+        base, name="open-colon", answer="### Response::", changes=("double-colon",)
+    ),
+    overwrite=True,
+)
+llama2 = [m for m in pw.registry_models(missing_ok=True) if m.startswith("llama-2")]
+FULL = dict(
+    store="runs/ips_dolly.zarr",
+    models=llama2,
+    dataset="dolly",
+    split="train",
+    samples=200,
+    templates=["open", "open-case", "open-colon"],
+    n_vars=10,
+    tau=0.1,
+    solver="exact",
+    seed=0,
+)
+
+
+# %% [markdown]
+# ## Choosing the input variables (K.2)
+#
+# `psens.prompts.variables` segments the instruction into words, merges phrases (given ones, plus runs of capitalised words such as names), drops stop words and caps $n$ (deterministically, from a seed). The paper's worked example:
+
+# %%
+from psens.datasets import Item
+from psens.prompts import variables
+
+xfiles = Item(
+    id="dolly/x-files",
+    question=(
+        "Identify from the following list characters from The X-Files who are "
+        "bald or balding: Walter Skinner, John Fitzgerald Byers, Dana Scully, "
+        "Melvin Frohike, Darius Michaud, Peter Watts, Conrad Strughold, Queequeg"
+    ),
+)
+PHRASES = ["following list", "bald or balding"]
+PAPER = [
+    "Identify",
+    "following list",
+    "characters",
+    "X-Files",
+    "bald or balding",
+    "Walter Skinner",
+    "John Fitzgerald Byers",
+    "Dana Scully",
+    "Melvin Frohike",
+    "Darius Michaud",
+    "Peter Watts",
+    "Conrad Strughold",
+    "Queequeg",
+]
+ours = variables(xfiles, n_max=13, phrases=PHRASES, as_text=True)
+print(ours)
+print("same as the paper (K.2):", ours == PAPER)
+print("without phrases, n_max=10:", variables(xfiles, n_max=10, as_text=True))
+
+# %% [markdown]
+# Thirteen variables mean $2^{13} = 8192$ masked prompts per item and template; with `n_max=10` the cap keeps a seeded subset. Two more instructions, written for this notebook, to have a few samples:
+
+# %%
+extra = [
+    Item(
+        id="demo/bread",
+        question="Explain why sourdough bread rises more slowly "
+        "than bread made with commercial yeast",
+    ),
+    Item(
+        id="demo/rivers",
+        question="Classify each river as European or South "
+        "American: Danube, Amazon, Rhine, Orinoco, Loire, Paraná",
+    ),
+]
+for item in extra:
+    print(item.id, variables(item, n_max=6, phrases=PHRASES, as_text=True))
+
+# %% [markdown]
+# ## The run
+
+# %%
+# The tiny run: synthetic interactions whose variables are those chosen above, so labels
+# read like the paper's. Llama-2-like model metadata, 0-3 shots (figs. 45-49).
+MODELS = {
+    # name: (family, series, kind, arch, params, active params, instability)
+    "llama-2-7b": ("Llama", "Llama 2", "base", "dense", 7, 7, 0.8),
+    "llama-2-7b-chat": ("Llama", "Llama 2", "chat", "dense", 7, 7, 0.55),
+    "llama-2-13b-chat": ("Llama", "Llama 2", "chat", "dense", 13, 13, 0.45),
+    "llama-moe-3.5b-sft": ("Llama", "Llama-MoE", "chat", "moe", 6.7, 3.5, 0.7),
+}
+ITEMS = [xfiles, *extra]
+chosen = [variables(item, n_max=6, phrases=PHRASES, as_text=True) for item in ITEMS]
+TINY = dict(
+    models=MODELS, n_samples=len(ITEMS), n_vars=[len(c) for c in chosen], shots=[0, 1, 2, 3], seed=0
+)
+ds = pw.load_run(PSENS_RUN, PSENS_SIZE, tiny=TINY, full=FULL)
+if not PSENS_RUN and PSENS_SIZE == "tiny":
+    words = ds["word"].values.copy()
+    for s, c in enumerate(chosen):
+        words[s, : len(c)] = c
+    ds = ds.assign_coords(word=(("sample", "var"), words))
+ds
+
+
+# %% [markdown]
+# ## Sensitivity by order (fig. 49, fig. 56)
+#
+# Low-order interactions should be the least sensitive, high-order the most.
+
+# %%
+orders = pw.OrderIPS(ds, types=["all", "low", "mid", "high"])
+orders
+
+# %% [markdown]
+# ## The factors (fig. 45, 47, 48, 50)
+#
+# Instruction tuning, pairing each base model with its chat version of the same size:
+
+# %%
+pw.FactorCompare(ds, by="kind", match="series+params")
+
+# %% [markdown]
+# Few-shot against 0-shot (fig. 48; the paper: the big drop is 0 → 1 shot):
+
+# %%
+if "shot" in ds.dims and ds.sizes["shot"] > 1:
+    shots = pw.FactorCompare(ds, by="shot", a=[1], b=[0])
+else:
+    shots = "this run has no few-shot settings"
+shots
+
+# %% [markdown]
+# ## One instruction up close
+#
+# The interactions of the first instruction, labelled by the selected variables (phrases stay together, e.g. `{Walter Skinner, bald or balding}`).
+
+# %%
+pw.CaseStudy(ds, sample=str(ds["sample"].values[0]), top_k=8)

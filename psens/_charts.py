@@ -1,0 +1,67 @@
+"""What every chart module shares: the one altair import guard, the palettes, the pick selection.
+
+Chart modules (:mod:`psens.ips.charts`, :mod:`psens.ips.factors.charts`,
+:mod:`psens.pss.charts`, :mod:`psens.eas.charts`, :mod:`psens.dbsa.plots`) and the widgets
+take altair from :func:`altair` so that ``import psens`` works without the ``widgets`` extra
+and a missing altair is reported once, the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from psens._validation import fail
+
+__all__ = [
+    "CLASS_COLORS",
+    "IPS_AXIS",
+    "ORDER_COLORS",
+    "PICK",
+    "TEMPLATE_COLORS",
+    "ZONE_COLORS",
+    "altair",
+    "need_columns",
+]
+
+#: Name of the point selection on ``model`` that every multi-model chart carries.
+PICK = "pick"
+#: IPS over all salient interactions, then the order bands (light to dark: low to high).
+ORDER_COLORS = {"all": "#7f7f7f", "low": "#9ecae1", "mid": "#4292c6", "high": "#08306b"}
+#: Stable/unstable classes of salient interactions (IPS paper fig. 3b), by their labels.
+CLASS_COLORS = {
+    "opposite sign": "#d62728",
+    "same sign, different effect": "#ff9896",
+    "same sign, similar effect": "#2ca02c",
+}
+#: Template T in blue, T-hat in red, as in the IPS paper's fig. 3a.
+TEMPLATE_COLORS = ("#1f77b4", "#d62728")
+#: EAS zones.
+ZONE_COLORS = {
+    "artifact": "#d95f02",
+    "underdetected": "#7570b3",
+    "genuine": "#e7298a",
+    "stable": "#1b9e77",
+}
+IPS_AXIS = "Prompt sensitivity IPS"
+
+
+def altair() -> Any:
+    """The ``altair`` module, or an ImportError naming the extra to install."""
+    try:
+        import altair as alt
+    except ImportError:  # pragma: no cover - depends on the environment
+        fail("psens charts", "altair is not installed", "pip install 'psens[widgets]'", ImportError)
+    return alt
+
+
+def need_columns(df: Any, columns: Sequence[str], where: str) -> Any:
+    """Refuse anything but a DataFrame holding ``columns``; return it unchanged."""
+    import pandas as pd
+
+    if not isinstance(df, pd.DataFrame):
+        fail(where, f"got a {type(df).__name__}", "Pass a pandas DataFrame", TypeError)
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        fail(where, f"the table lacks columns {missing}", f"Pass a table with {list(columns)}")
+    return df

@@ -1,0 +1,427 @@
+"""Pure chart builders: a table (see :mod:`psens.ips.tables`) in, an ``alt.Chart`` out.
+
+Every function here is a value-to-value map with no display and no UI import: the
+widgets call them on each state change and hand the result to their one
+``alt.JupyterChart``; notebooks and scripts can use them directly (``chart.save``).
+Model picks are a point selection named :data:`PICK` on the ``model`` field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from psens._charts import CLASS_COLORS, ORDER_COLORS, PICK, TEMPLATE_COLORS, altair
+from psens.ips.metric import CLASSES, ORDER_TYPES
+from psens.ips.tables import CLASS_LABELS
+
+alt = altair()
+
+__all__ = [
+    "CLASS_COLORS",
+    "ORDER_COLORS",
+    "PICK",
+    "TEMPLATE_COLORS",
+    "case_study_chart",
+    "classes_chart",
+    "factor_chart",
+    "ips_consistency_chart",
+    "ips_ranking_chart",
+    "order_ips_chart",
+    "sparsity_chart",
+]
+
+
+def _pick(empty: bool = True) -> alt.Parameter:
+    return alt.selection_point(name=PICK, fields=["model"], on="click", empty=empty)
+
+
+def _models_sorted(table: pd.DataFrame, by: Sequence[str]) -> list[str]:
+    keys = [k for k in by if k in table.columns]
+    rows = table.drop_duplicates("model")
+    return (
+        rows.sort_values(keys, kind="stable")["model"].tolist() if keys else rows["model"].tolist()
+    )
+
+
+def order_ips_chart(
+    table: pd.DataFrame,
+    *,
+    types: Sequence[str] = ("low", "mid", "high"),
+    layout: str = "grouped",
+    title: str = "",
+) -> alt.Chart:
+    """IPS per model and interaction order (fig. 9, ``layout="grouped"``) or one panel per
+    order with models sorted by series and scale (fig. 11, ``layout="by_order"``).
+
+    ``table``: :func:`psens.ips.tables.order_ips_table`. Click a bar to pick a model.
+    """
+    types = [t for t in ORDER_TYPES if t in types]
+    data = table[table["type"].isin(types)].copy()
+    ips_all = table[table["type"] == "all"].set_index("model")["ips"]
+    data["ips_all"] = data["model"].map(ips_all)
+    pick = _pick()
+    tooltip = [
+        alt.Tooltip("model:N"),
+        alt.Tooltip("type:N", title="order"),
+        alt.Tooltip("ips:Q", format=".3f", title="IPS"),
+        alt.Tooltip("n_used:Q", title="samples used"),
+        alt.Tooltip("n_skipped:Q", title="samples skipped (no salient S)"),
+    ]
+    y = alt.Y("ips:Q", title="IPS", scale=alt.Scale(domain=[0, 2]))
+    if layout == "by_order":
+        order = _models_sorted(data, ["series", "params", "model"])
+        color = "series:N" if "series" in data else "model:N"
+        base = (
+            alt.Chart(data)
+            .mark_bar()
+            .encode(
+                x=alt.X("model:N", sort=order, title=None, axis=alt.Axis(labelAngle=-45)),
+                y=y,
+                color=alt.Color(color),
+                opacity=alt.condition(pick, alt.value(1.0), alt.value(0.3)),
+                column=alt.Column("type:N", sort=types, title="order"),
+                tooltip=tooltip,
+            )
+            .add_params(pick)
+            .properties(width=alt.Step(14))
+        )
+        return base.properties(title=title) if title else base
+    order = _models_sorted(data, ["ips_all", "model"])
+    chart = (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            x=alt.X("model:N", sort=order, title=None, axis=alt.Axis(labelAngle=-45)),
+            xOffset=alt.XOffset("type:N", sort=types),
+            y=y,
+            color=alt.Color(
+                "type:N",
+                sort=types,
+                title="order",
+                scale=alt.Scale(domain=types, range=[ORDER_COLORS[t] for t in types]),
+            ),
+            opacity=alt.condition(pick, alt.value(1.0), alt.value(0.3)),
+            tooltip=tooltip,
+        )
+        .add_params(pick)
+        .properties(width=alt.Step(max(8, 36 // max(len(types), 1))), height=260)
+    )
+    return chart.properties(title=title) if title else chart
+
+
+def classes_chart(table: pd.DataFrame, *, title: str = "") -> alt.Chart:
+    """Shares of opposite-sign / different-effect / similar interactions per model, one row
+    for changed and one for unchanged outputs (fig. 3b).
+
+    ``table``: :func:`psens.ips.tables.class_table`.
+    """
+    labels = [CLASS_LABELS[c] for c in CLASSES]
+    data = table.copy()
+    data["class_rank"] = data["label"].map({lab: i for i, lab in enumerate(labels)})
+    data["group_label"] = data["group"].map(
+        {"changed": "output changed", "unchanged": "output unchanged"}
+    )
+    pick = _pick()
+    chart = (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            y=alt.Y("model:N", title=None, sort=list(pd.unique(data["model"]))),
+            x=alt.X(
+                "share:Q",
+                title="share of salient interactions",
+                stack="normalize",
+                axis=alt.Axis(format="%"),
+            ),
+            color=alt.Color(
+                "label:N",
+                title="class",
+                sort=labels,
+                scale=alt.Scale(domain=labels, range=[CLASS_COLORS[lab] for lab in labels]),
+            ),
+            order=alt.Order("class_rank:Q"),
+            row=alt.Row(
+                "group_label:N",
+                title=None,
+                sort=["output changed", "output unchanged"],
+                header=alt.Header(
+                    labelAngle=0,
+                    labelAlign="left",
+                    labelAnchor="start",
+                    labelOrient="top",
+                    labelFontWeight="bold",
+                ),
+            ),
+            opacity=alt.condition(pick, alt.value(1.0), alt.value(0.3)),
+            tooltip=[
+                alt.Tooltip("model:N"),
+                alt.Tooltip("group_label:N", title="output"),
+                alt.Tooltip("label:N", title="class"),
+                alt.Tooltip("share:Q", format=".1%"),
+                alt.Tooltip("count:Q", title="salient interactions"),
+                alt.Tooltip("n_pairs:Q", title="sample × template pairs"),
+            ],
+        )
+        .add_params(pick)
+        .properties(width=360, height=alt.Step(18))
+    )
+    return chart.properties(title=title) if title else chart
+
+
+def case_study_chart(
+    table: pd.DataFrame,
+    templates: tuple[str, str],
+    *,
+    tau: float = 0.1,
+    title: str = "",
+    subtitle: Sequence[str] = (),
+) -> alt.LayerChart:
+    """The top salient interactions of one sample, T (blue) beside T-hat (red), labelled
+    by their words (fig. 3a / 19). ``table``: :func:`psens.ips.tables.case_table`."""
+    labels = table.drop_duplicates("label").sort_values("rank")["label"].tolist()
+    y = alt.Y("label:N", sort=labels, title=None, axis=alt.Axis(labelLimit=320))
+    bars = (
+        alt.Chart(table)
+        .mark_bar()
+        .encode(
+            y=y,
+            yOffset=alt.YOffset("template:N", sort=list(templates)),
+            x=alt.X(
+                "value:Q",
+                title="normalised interaction effect Ĩ(S)",
+                scale=alt.Scale(domain=[-1, 1]),
+            ),
+            color=alt.Color(
+                "template:N",
+                sort=list(templates),
+                scale=alt.Scale(domain=list(templates), range=list(TEMPLATE_COLORS)),
+            ),
+            tooltip=[
+                alt.Tooltip("label:N", title="S"),
+                alt.Tooltip("kind:N"),
+                alt.Tooltip("size:Q", title="|S|"),
+                alt.Tooltip("template:N"),
+                alt.Tooltip("value:Q", format=".3f", title="Ĩ(S)"),
+                alt.Tooltip("class:N"),
+            ],
+        )
+    )
+    rules = (
+        alt.Chart(pd.DataFrame({"x": [-tau, 0.0, tau], "w": [1, 2, 1]}))
+        .mark_rule(color="#999", strokeDash=[3, 3])
+        .encode(x="x:Q", strokeWidth=alt.StrokeWidth("w:Q", legend=None))
+    )
+    chart = alt.layer(bars, rules).properties(width=420, height=alt.Step(12))
+    if title or subtitle:
+        chart = chart.properties(title=alt.TitleParams(text=title, subtitle=list(subtitle)))
+    return chart
+
+
+def factor_chart(groups: pd.DataFrame, delta: pd.DataFrame, *, title: str = "") -> alt.HConcatChart:
+    """Two groups side by side, overall and per order, and the relative change ΔIPS
+    (fig. 10). Tables: :func:`psens.ips.tables.factor_table`."""
+    types = list(ORDER_TYPES)
+    names = list(pd.unique(groups["group"]))
+    left = (
+        alt.Chart(groups)
+        .mark_bar()
+        .encode(
+            x=alt.X("type:N", sort=types, title="interactions", axis=alt.Axis(labelAngle=0)),
+            xOffset=alt.XOffset("group:N", sort=names),
+            y=alt.Y("ips:Q", title="IPS", scale=alt.Scale(domain=[0, 2])),
+            color=alt.Color(
+                "group:N",
+                sort=names,
+                scale=alt.Scale(range=["#2ca02c", "#9467bd"]),
+                legend=alt.Legend(orient="bottom", direction="vertical"),
+            ),
+            tooltip=[
+                alt.Tooltip("group:N"),
+                alt.Tooltip("type:N"),
+                alt.Tooltip("ips:Q", format=".3f", title="IPS"),
+                alt.Tooltip("n_models:Q", title="models"),
+            ],
+        )
+        .properties(width=220, height=220, title="IPS of each group")
+    )
+    d = delta.copy()
+    d["direction"] = d["delta"].map(lambda x: "reduces" if x < 0 else "increases")
+    bars = (
+        alt.Chart(d)
+        .mark_bar()
+        .encode(
+            x=alt.X("type:N", sort=types, title="interactions", axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("delta:Q", title="ΔIPS = (A − B) / B", axis=alt.Axis(format="%")),
+            color=alt.Color(
+                "direction:N",
+                title="A vs B",
+                scale=alt.Scale(domain=["reduces", "increases"], range=["#1a9850", "#d73027"]),
+                legend=alt.Legend(orient="bottom"),
+            ),
+            tooltip=[
+                alt.Tooltip("type:N"),
+                alt.Tooltip("delta:Q", format="+.1%", title="ΔIPS"),
+                alt.Tooltip("n_pairs:Q", title="pairs averaged"),
+            ],
+        )
+    )
+    text = (
+        alt.Chart(d)
+        .mark_text(dy=-6)
+        .encode(x=alt.X("type:N", sort=types), y="delta:Q", text=alt.Text("delta:Q", format="+.1%"))
+    )
+    right = alt.layer(bars, text).properties(width=220, height=220, title="relative change")
+    chart = alt.hconcat(left, right).resolve_scale(color="independent")
+    return chart.properties(title=title) if title else chart
+
+
+def sparsity_chart(
+    curve: pd.DataFrame,
+    matching: pd.DataFrame,
+    errors: pd.DataFrame,
+    *,
+    tau: float = 0.1,
+    fraction: float = 0.05,
+    title: str = "",
+) -> alt.HConcatChart:
+    """Sparsity and faithfulness (fig. 2): (a) sorted |Ĩ| per model, (b) the model's output on
+    every masked input against the logical model with the top ``fraction`` of interactions,
+    (c) the mean matching error against the fraction kept."""
+    pick = _pick()
+    a = (
+        alt.Chart(curve)
+        .mark_line(point=alt.OverlayMarkDef(size=12))
+        .encode(
+            x=alt.X("rank:Q", title="interactions, strongest first"),
+            y=alt.Y("strength:Q", title="|Ĩ(S)|", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("model:N", legend=alt.Legend(orient="bottom", columns=2)),
+            opacity=alt.condition(pick, alt.value(1.0), alt.value(0.25)),
+            tooltip=["model:N", "rank:Q", alt.Tooltip("strength:Q", format=".3f")],
+        )
+        .add_params(pick)
+    )
+    tau_rule = (
+        alt.Chart(pd.DataFrame({"tau": [tau]}))
+        .mark_rule(color="#999", strokeDash=[4, 3])
+        .encode(y="tau:Q")
+    )
+    panel_a = alt.layer(a, tau_rule).properties(width=240, height=220, title="(a) sparsity")
+    line = (
+        alt.Chart(matching)
+        .mark_line(color="#d62728")
+        .encode(
+            x=alt.X("rank:Q", title="masked inputs x_T, by v ascending"),
+            y=alt.Y("v:Q", title="output"),
+        )
+    )
+    dots = (
+        alt.Chart(matching)
+        .mark_point(size=14, color="#1f77b4")
+        .encode(
+            x="rank:Q",
+            y="phi:Q",
+            tooltip=[
+                alt.Tooltip("label:N", title="T"),
+                alt.Tooltip("v:Q", format=".3f"),
+                alt.Tooltip("phi:Q", format=".3f", title="φ top-k"),
+                alt.Tooltip("error:Q", format=".3f"),
+            ],
+        )
+    )
+    panel_b = alt.layer(line, dots).properties(
+        width=240, height=220, title=f"(b) v (red) vs φ with top {fraction:.0%} (blue)"
+    )
+    c = (
+        alt.Chart(errors)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X(
+                "fraction:Q",
+                title="fraction of interactions kept",
+                axis=alt.Axis(format="%", values=[0.01, 0.03, 0.1, 0.3, 1.0]),
+                scale=alt.Scale(type="log"),
+            ),
+            y=alt.Y("relative:Q", title="mean |v − φ| / range of v"),
+            color=alt.Color("model:N", legend=None),
+            opacity=alt.condition(pick, alt.value(1.0), alt.value(0.25)),
+            tooltip=[
+                "model:N",
+                alt.Tooltip("fraction:Q", format=".0%"),
+                alt.Tooltip("error:Q", format=".4f"),
+                alt.Tooltip("relative:Q", format=".4f"),
+                alt.Tooltip("n_games:Q", title="games"),
+            ],
+        )
+    )
+    cut = (
+        alt.Chart(pd.DataFrame({"f": [fraction]}))
+        .mark_rule(color="#999", strokeDash=[4, 3])
+        .encode(x="f:Q")
+    )
+    panel_c = alt.layer(c, cut).properties(width=240, height=220, title="(c) matching error")
+    chart = alt.hconcat(panel_a, panel_b, panel_c)
+    return chart.properties(title=title) if title else chart
+
+
+def ips_ranking_chart(table: pd.DataFrame, *, title: str = "") -> alt.Chart:
+    """Overall IPS of every model in ascending order (fig. 4a).
+
+    ``table``: :func:`psens.ips.tables.order_ips_table` (the ``all`` rows are used).
+    """
+    data = table[table["type"] == "all"]
+    order = data.sort_values(["ips", "model"])["model"].tolist()
+    pick = _pick()
+    color = "kind:N" if "kind" in data else "model:N"
+    chart = (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            x=alt.X("model:N", sort=order, title=None, axis=alt.Axis(labelAngle=-45)),
+            y=alt.Y("ips:Q", title="IPS", scale=alt.Scale(domain=[0, 2])),
+            color=alt.Color(color),
+            opacity=alt.condition(pick, alt.value(1.0), alt.value(0.3)),
+            tooltip=["model:N", alt.Tooltip("ips:Q", format=".3f"), "n_used:Q", "n_skipped:Q"],
+        )
+        .add_params(pick)
+        .properties(width=alt.Step(18), height=220)
+    )
+    return chart.properties(title=title) if title else chart
+
+
+def ips_consistency_chart(table: pd.DataFrame, *, title: str = "") -> alt.Chart:
+    """IPS against output consistency, one point per model (fig. 4b).
+
+    ``table`` columns ``model, ips, output_consistency`` (and optional metadata).
+    """
+    pick = _pick()
+    points = (
+        alt.Chart(table)
+        .mark_circle(size=80)
+        .encode(
+            x=alt.X(
+                "output_consistency:Q",
+                title="output consistency",
+                axis=alt.Axis(format="%"),
+                scale=alt.Scale(zero=False),
+            ),
+            y=alt.Y("ips:Q", title="IPS", scale=alt.Scale(zero=False)),
+            color=alt.Color("kind:N" if "kind" in table else "model:N"),
+            opacity=alt.condition(pick, alt.value(1.0), alt.value(0.3)),
+            tooltip=[
+                "model:N",
+                alt.Tooltip("ips:Q", format=".3f"),
+                alt.Tooltip("output_consistency:Q", format=".1%"),
+            ],
+        )
+        .add_params(pick)
+    )
+    fit = (
+        alt.Chart(table)
+        .transform_regression("output_consistency", "ips")
+        .mark_line(color="#999", strokeDash=[4, 3])
+        .encode(x="output_consistency:Q", y="ips:Q")
+    )
+    chart = alt.layer(points, fit).properties(width=300, height=240)
+    return chart.properties(title=title) if title else chart

@@ -1,0 +1,351 @@
+"""Altair charts for the IPS factor analyses (IPS paper figs. 4b, 5–10; tables 2–7).
+
+Every function takes the tidy tables of :mod:`psens.factors` (already reduced: one row per
+model, pair or group), returns an altair chart and never displays it. altair is imported
+inside the functions, so ``import psens`` needs no plotting library.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from psens._charts import IPS_AXIS, ORDER_COLORS, altair, need_columns
+from psens._validation import fail
+
+__all__ = [
+    "consistency_chart",
+    "delta_orders_chart",
+    "factor_chart",
+    "order_ips_chart",
+    "pair_bars",
+    "perturbation_chart",
+    "representation_chart",
+    "threshold_chart",
+    "threshold_heatmap",
+]
+
+#: the order bands' colours of the one palette (no "all" bar in these charts)
+BAND_COLORS = {k: ORDER_COLORS[k] for k in ("low", "mid", "high")}
+
+
+def _with_errorbars(base, x: dict, y: str, lo: str, hi: str, color: Any, **enc: Any):
+    """Bars of ``y`` plus rules from ``lo`` to ``hi`` sharing one data table."""
+    alt = altair()
+    bars = base.mark_bar().encode(
+        y=alt.Y(y, title=enc.pop("y_title", IPS_AXIS)), color=color, **x, **enc
+    )
+    rules = base.mark_rule(color="black").encode(y=lo, y2=hi, **x, **enc)
+    return alt.layer(bars, rules)
+
+
+def pair_bars(result, order: str = "all", *, labels: tuple[str, str] = ("A", "B")):
+    """Grouped bars: IPS of A and B for every pair, with bootstrap CIs (fig. 5, table 7)."""
+    alt = altair()
+    m = result.models[result.models["order"] == order].set_index("unit")
+    p = result.pairs[result.pairs["order"] == order]
+    if p.empty:
+        fail("pair_bars", f"no row of order {order!r}", "Pass one of the result's orders")
+    rows = []
+    for _, r in p.iterrows():
+        pair = (
+            f"{r['unit_b']} pair"
+            if result.factor == "instruct_vs_base"
+            else (f"{r['unit_a']} vs {r['unit_b']}")
+        )
+        for unit, role in ((r["unit_b"], labels[1]), (r["unit_a"], labels[0])):
+            rows.append(
+                {
+                    "pair": pair,
+                    "role": role,
+                    "model": unit,
+                    "ips": m.loc[unit, "ips"],
+                    "ips_lo": m.loc[unit, "ips_lo"],
+                    "ips_hi": m.loc[unit, "ips_hi"],
+                    "p_value": r["p_value"],
+                }
+            )
+    import pandas as pd
+
+    data = pd.DataFrame(rows)
+    base = alt.Chart(data)
+    x = {"x": alt.X("pair:N", title=None, sort=None), "xOffset": alt.XOffset("role:N")}
+    chart = _with_errorbars(
+        base,
+        x,
+        "ips:Q",
+        "ips_lo:Q",
+        "ips_hi:Q",
+        alt.Color("role:N", title=None),
+        tooltip=["model", "role", alt.Tooltip("ips:Q", format=".3f"), "p_value"],
+    )
+    return chart.properties(width=alt.Step(14), title=f"IPS ({order} orders)")
+
+
+def _scale_chart(result, order: str):
+    alt = altair()
+    m = result.models[result.models["order"] == order].copy()
+    m["size"] = m["params"].map(lambda v: f"{v:g}B")
+    base = alt.Chart(m)
+    x = {
+        "x": alt.X("series_label:N", title=None, sort=None),
+        "xOffset": alt.XOffset("scale_rank:O"),
+    }
+    chart = _with_errorbars(
+        base,
+        x,
+        "ips:Q",
+        "ips_lo:Q",
+        "ips_hi:Q",
+        alt.Color("series_label:N", legend=None),
+        opacity=alt.Opacity("scale_rank:O", legend=None, scale=alt.Scale(range=[0.35, 1.0])),
+        tooltip=["unit", "size", alt.Tooltip("ips:Q", format=".3f")],
+    )
+    return chart.properties(
+        width=alt.Step(12),
+        title="IPS by model scale (lighter = smaller model within a series)",
+    )
+
+
+def _dense_moe_chart(result, order: str):
+    alt = altair()
+    m = result.models[result.models["order"] == order]
+    base = alt.Chart(m)
+    enc = {
+        "x": alt.X("group:N", title="Family"),
+        "xOffset": alt.XOffset("arch:N"),
+        "y": alt.Y("ips:Q", title=IPS_AXIS, scale=alt.Scale(zero=False)),
+    }
+    points = base.mark_point(filled=True, size=70).encode(
+        color=alt.Color("arch:N", title="Architecture"),
+        shape=alt.Shape("arch:N", title="Architecture"),
+        tooltip=["unit", "arch", alt.Tooltip("ips:Q", format=".3f")],
+        **enc,
+    )
+    rules = base.mark_rule(opacity=0.5).encode(
+        x=enc["x"], xOffset=enc["xOffset"], y="ips_lo:Q", y2="ips_hi:Q", color="arch:N"
+    )
+    return alt.layer(points, rules).properties(title="Dense vs MoE models within a family")
+
+
+def _few_shot_chart(result, order: str):
+    alt = altair()
+    m = result.models[result.models["order"] == order].copy()
+    m["setting"] = m["shot"].astype(int).astype(str) + "-shot"
+    base = alt.Chart(m)
+    x = {"x": alt.X("model:N", title=None, sort=None), "xOffset": alt.XOffset("setting:N")}
+    chart = _with_errorbars(
+        base,
+        x,
+        "ips:Q",
+        "ips_lo:Q",
+        "ips_hi:Q",
+        alt.Color("setting:N", title=None),
+        tooltip=["model", "setting", alt.Tooltip("ips:Q", format=".3f")],
+    )
+    return chart.properties(width=alt.Step(10), title="0-shot vs few-shot learning")
+
+
+def factor_chart(result, order: str = "all"):
+    """The paper's figure for a :class:`psens.factors.FactorResult`.
+
+    instruct_vs_base → fig. 5 (bars per pair), scale → fig. 6 (bars per series, lighter =
+    smaller), dense_vs_moe → fig. 7 (points per family by architecture), matched_active →
+    table 7 (bars per pair), few_shot → fig. 8 (bars per model and shot count), anything
+    else → A vs B bars per pair. Error bars are the bootstrap CIs.
+    """
+    kind = result.factor
+    if kind == "instruct_vs_base":
+        return pair_bars(result, order, labels=("Instruct / Chat models", "Base models"))
+    if kind == "scale":
+        return _scale_chart(result, order)
+    if kind == "dense_vs_moe":
+        return _dense_moe_chart(result, order)
+    if kind == "matched_active":
+        return pair_bars(result, order, labels=("Dense", "MoE"))
+    if kind == "few_shot":
+        return _few_shot_chart(result, order)
+    return pair_bars(result, order)
+
+
+def delta_orders_chart(result, *, per_pair: bool = False):
+    """ΔIPS = (IPS_A − IPS_B)/IPS_B by order band, in % (§4.3, fig. 10), with CIs.
+
+    One bar group per summary group (family, shot count, "all") or, with ``per_pair``, per
+    pair; negative bars mean the factor (A) lowers the sensitivity of that band.
+    """
+    alt = altair()
+    table = result.pairs if per_pair else result.summary
+    need_columns(table, ["order", "rel_change", "rel_lo", "rel_hi"], "delta_orders_chart")
+    data = table[table["order"] != "all"].copy()
+    if per_pair:
+        data["group"] = data["unit_a"] + " vs " + data["unit_b"]
+    for col in ("rel_change", "rel_lo", "rel_hi"):
+        data[col] = 100 * data[col]
+    base = alt.Chart(data)
+    color = alt.Color(
+        "order:N",
+        title="Order",
+        sort=list(BAND_COLORS),
+        scale=alt.Scale(domain=list(BAND_COLORS), range=list(BAND_COLORS.values())),
+    )
+    x = {
+        "x": alt.X("group:N", title=None, sort=None),
+        "xOffset": alt.XOffset("order:N", sort=list(BAND_COLORS)),
+    }
+    chart = _with_errorbars(
+        base,
+        x,
+        "rel_change:Q",
+        "rel_lo:Q",
+        "rel_hi:Q",
+        color,
+        y_title="ΔIPS (%)",
+        tooltip=["group", "order", alt.Tooltip("rel_change:Q", format=".1f"), "p_value"],
+    )
+    return chart.properties(title=f"Relative change of IPS by order ({result.factor})")
+
+
+def order_ips_chart(models, *, model_col: str = "unit"):
+    """IPS of low/mid/high orders per model (fig. 9) from a ``models`` table."""
+    alt = altair()
+    need_columns(models, [model_col, "order", "ips"], "order_ips_chart")
+    data = models[models["order"] != "all"]
+    return (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            x=alt.X(f"{model_col}:N", title=None, sort=None),
+            xOffset=alt.XOffset("order:N", sort=list(BAND_COLORS)),
+            y=alt.Y("ips:Q", title="IPS by order"),
+            color=alt.Color(
+                "order:N",
+                sort=list(BAND_COLORS),
+                scale=alt.Scale(domain=list(BAND_COLORS), range=list(BAND_COLORS.values())),
+            ),
+            tooltip=[model_col, "order", alt.Tooltip("ips:Q", format=".3f")],
+        )
+        .properties(title="Prompt sensitivity of different orders")
+    )
+
+
+def threshold_chart(scores):
+    """IPS of every model against the threshold τ (appendix F.8), from
+    :func:`psens.factors.ips_by_threshold`; parallel lines = stable ranking."""
+    alt = altair()
+    need_columns(scores, ["model", "tau", "ips"], "threshold_chart")
+    return (
+        alt.Chart(scores)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("tau:Q", title="Threshold τ"),
+            y=alt.Y("ips:Q", title=IPS_AXIS, scale=alt.Scale(zero=False)),
+            color=alt.Color("model:N", title="Model"),
+            tooltip=["model", "tau", alt.Tooltip("ips:Q", format=".3f")],
+        )
+        .properties(title="IPS across thresholds")
+    )
+
+
+def threshold_heatmap(table):
+    """Table 3 as a heatmap: models (rows, most stable first) × thresholds."""
+    alt = altair()
+    long = table.reset_index().melt(id_vars="model", var_name="tau", value_name="ips")
+    long["tau"] = long["tau"].astype(float)
+    order = list(table.index)
+    base = alt.Chart(long).encode(
+        x=alt.X("tau:O", title="Threshold τ"), y=alt.Y("model:N", sort=order, title=None)
+    )
+    rect = base.mark_rect().encode(
+        color=alt.Color("ips:Q", title="IPS", scale=alt.Scale(scheme="viridis"))
+    )
+    text = base.mark_text(fontSize=9).encode(text=alt.Text("ips:Q", format=".3f"))
+    return alt.layer(rect, text).properties(title="IPS at each threshold (table 3)")
+
+
+def consistency_chart(table):
+    """IPS vs output consistency per model, with a fitted line (fig. 4b)."""
+    alt = altair()
+    need_columns(table, ["model", "ips", "consistency"], "consistency_chart")
+    base = alt.Chart(table)
+    pts = base.mark_point(filled=True, size=60).encode(
+        x=alt.X("consistency:Q", title="Output consistency", scale=alt.Scale(zero=False)),
+        y=alt.Y("ips:Q", title=IPS_AXIS, scale=alt.Scale(zero=False)),
+        color=alt.Color("family:N") if "family" in table else alt.value("#4c78a8"),
+        tooltip=["model", alt.Tooltip("ips:Q", format=".3f"), "consistency"],
+    )
+    bars = base.mark_rule(opacity=0.4).encode(x="consistency:Q", y="ips_lo:Q", y2="ips_hi:Q")
+    line = pts.transform_regression("consistency", "ips").mark_line(color="gray")
+    layers = [pts, line] + ([bars] if "ips_lo" in table else [])
+    return alt.layer(*layers).properties(title="IPS vs output consistency")
+
+
+def perturbation_chart(table):
+    """IPS on altering-token vs adding-token template pairs per model (appendix G)."""
+    alt = altair()
+    kb, ka = table.attrs.get("kinds", ["altering", "adding"])
+    need_columns(table, ["model", f"ips_{kb}", f"ips_{ka}"], "perturbation_chart")
+    rows = []
+    for k in (kb, ka):
+        part = table[["model", "arch", f"ips_{k}", f"ips_{k}_lo", f"ips_{k}_hi"]].copy()
+        part.columns = ["model", "arch", "ips", "ips_lo", "ips_hi"]
+        part["kind"] = f"{k} tokens"
+        rows.append(part)
+    import pandas as pd
+
+    data = pd.concat(rows, ignore_index=True)
+    base = alt.Chart(data)
+    kinds = [f"{kb} tokens", f"{ka} tokens"]
+    x = {"x": alt.X("model:N", title=None, sort=None), "xOffset": alt.XOffset("kind:N", sort=kinds)}
+    chart = _with_errorbars(
+        base,
+        x,
+        "ips:Q",
+        "ips_lo:Q",
+        "ips_hi:Q",
+        alt.Color("kind:N", title="Perturbation", sort=kinds),
+        tooltip=["model", "kind", alt.Tooltip("ips:Q", format=".3f")],
+    )
+    return (
+        chart.properties(width=alt.Step(12))
+        .facet(column=alt.Column("arch:N", title=None))
+        .resolve_scale(x="independent")
+    )
+
+
+def representation_chart(table):
+    """Table 6 as charts: cosine (↑), L2 (↓) and IPS (↓) of base vs instruct/chat models."""
+    alt = altair()
+    need_columns(table, ["base", "tuned", "base_cosine", "tuned_cosine"], "representation_chart")
+    rows = []
+    names = {"cosine": "Cosine (↑)", "l2": "L2 distance (↓)", "ips": "IPS (↓)"}
+    for _, r in table.iterrows():
+        for key, title in names.items():
+            for role in ("base", "tuned"):
+                rows.append(
+                    {
+                        "pair": f"{r['base']} pair",
+                        "metric": title,
+                        "role": "Base" if role == "base" else "Instruct / Chat",
+                        "value": r[f"{role}_{key}"],
+                        "p_value": r.get(f"p_{key}", np.nan),
+                    }
+                )
+    import pandas as pd
+
+    data = pd.DataFrame(rows)
+    return (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            x=alt.X("pair:N", title=None, sort=None),
+            xOffset="role:N",
+            y=alt.Y("value:Q", title=None),
+            color=alt.Color("role:N", title=None),
+            tooltip=["pair", "metric", "role", alt.Tooltip("value:Q", format=".3f"), "p_value"],
+        )
+        .properties(width=alt.Step(12))
+        .facet(column=alt.Column("metric:N", title=None, sort=list(names.values())))
+        .resolve_scale(y="independent")
+    )

@@ -1,0 +1,621 @@
+r"""Interaction-based Prompt Sensitivity (IPS paper §3.2–3.3, §4.1, §4.3).
+
+All functions take raw AND/OR interactions with the template axis second to last,
+``I[..., template, 2**n]`` (NaN on subsets beyond a sample's own ``n``), or a run
+Dataset with named dims (``template``, ``subset``), and return per-sample values.
+
+Conventions (``DESIGN.md``):
+
+* Normalisation (§3.2), per game over all AND and OR interactions with :math:`S\neq\emptyset`:
+  :math:`\tilde I = \mathrm{sgn}(I)\,(|I| - \min)/(\max - \min)`; the empty set is the bias,
+  left out of normalisation, salient sets and IPS. A game whose interactions all have the same
+  magnitude normalises to 0 (no salient interaction).
+* Salient set: :math:`|\tilde I| > \tau`; AND-S and OR-S are different interactions.
+* IPS (eq. 3), per sample: for every unordered template pair, the mean over the union of both
+  salient sets of :math:`|a-b| / ((|a|+|b|)/2)`; then the mean over pairs. Values lie in [0, 2].
+* Orders (§4.3): low :math:`1\le|S|\le\lfloor n/3\rfloor`, mid up to :math:`\lfloor 2n/3\rfloor`,
+  high above, ``n`` the sample's own number of variables.
+* Empty cases: a pair with no salient interaction (in the requested order) is skipped; a sample
+  with no such pair is NaN; :func:`aggregate` skips NaN and reports how many were skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from psens._validation import check_game, check_in_interval, check_same_shape, fail
+from psens.interactions.transforms import reconstruct
+
+__all__ = [
+    "CLASSES",
+    "ORDERS",
+    "ORDER_LEVELS",
+    "ORDER_TYPES",
+    "aggregate",
+    "check_taus",
+    "class_shares",
+    "interaction_classes",
+    "ips",
+    "n_players",
+    "nanmean",
+    "normalize",
+    "order_masks",
+    "order_of_subsets",
+    "pair_labels",
+    "salient",
+    "sample_ips",
+    "sparsity_curve",
+    "template_pairs",
+    "topk_matching_error",
+]
+
+Order = Literal["low", "mid", "high"]
+ORDERS: tuple[str, ...] = ("low", "mid", "high")
+#: IPS types: over all salient interactions, then by order band (§4.3)
+ORDER_TYPES: tuple[str, ...] = ("all", *ORDERS)
+CLASSES: tuple[str, ...] = ("opposite_sign", "same_sign_different_effect", "same_sign_similar")
+TEMPLATE_DIM, SUBSET_DIM = "template", "subset"
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def order_of_subsets(size: int) -> np.ndarray:
+    """Popcount ``|S|`` of every bitmask ``0 .. size-1``."""
+    idx = np.arange(size, dtype=np.int64)
+    order = np.zeros(size, dtype=np.int64)
+    while idx.any():
+        order += idx & 1
+        idx >>= 1
+    return order
+
+
+def n_players(I: np.ndarray) -> np.ndarray:
+    """Each game's own number of players, from its count of finite (non-padded) subsets."""
+    count = np.isfinite(I).sum(axis=-1)
+    n = np.zeros(count.shape, dtype=np.int64)
+    nz = count > 0
+    n[nz] = np.round(np.log2(count[nz])).astype(np.int64)
+    if np.any(nz & (2**n != count)):
+        fail(
+            "ips",
+            "some games have a number of finite subsets that is not a power of two",
+            "Pad games beyond a sample's n with NaN only on subsets that use missing players",
+        )
+    return n
+
+
+def order_masks(n: np.ndarray, size: int, order: Order | None) -> np.ndarray:
+    """Boolean ``[..., size]``: subsets ``S != ∅`` within the sample's ``n`` and of ``order``."""
+    k = order_of_subsets(size)
+    n = np.asarray(n)[..., None]
+    inside = (k >= 1) & (np.arange(size) < (1 << n))
+    if order is None:
+        return inside
+    if order not in ORDERS:
+        fail("ips", f"order={order!r} is unknown", f"Use one of {ORDERS} or None")
+    lo, hi = n // 3, (2 * n) // 3
+    band = {"low": k <= lo, "mid": (k > lo) & (k <= hi), "high": k > hi}[order]
+    return inside & band
+
+
+def template_pairs(n_templates: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices ``(i, j)``, ``i < j``, of all unordered template pairs."""
+    return np.triu_indices(n_templates, k=1)
+
+
+def _as_arrays(I_and, I_or, where: str):
+    a, o = np.asarray(I_and, dtype=float), np.asarray(I_or, dtype=float)
+    check_same_shape(a, o, where, ("I_and", "I_or"))
+    check_game(a, where, name="I_and", allow_nan=True)
+    if np.isinf(a).any() or np.isinf(o).any():
+        fail(where, "interactions contain inf", "Recompute the games; only NaN padding is allowed")
+    return a, o
+
+
+# ----------------------------------------------------------------------------- normalisation
+
+
+def normalize(I_and, I_or) -> tuple[np.ndarray, np.ndarray]:
+    r"""Min-max normalised interactions :math:`\tilde I` (paper §3.2), per game.
+
+    Min and max are taken over the absolute values of all AND and OR interactions with
+    :math:`S \neq \emptyset` of the same game; the empty set is returned as NaN (it is the bias).
+
+    Examples
+    --------
+    >>> a, o = normalize([0.5, 2.0, -1.0, 0.0], [0.5, 0.0, 4.0, 0.0])
+    >>> a.tolist(), o.tolist()
+    ([nan, 0.5, -0.25, 0.0], [nan, 0.0, 1.0, 0.0])
+    """
+    a, o = _as_arrays(I_and, I_or, "normalize")
+    both = np.concatenate([np.abs(a[..., 1:]), np.abs(o[..., 1:])], axis=-1)
+    missing = np.isnan(both)
+    with np.errstate(all="ignore"):
+        lo = np.where(missing, np.inf, both).min(axis=-1, keepdims=True, initial=np.inf)
+        hi = np.where(missing, -np.inf, both).max(axis=-1, keepdims=True, initial=-np.inf)
+        span = hi - lo
+        scale = np.where(span > 0, span, np.inf)
+
+        def norm(x):
+            out = np.sign(x) * (np.abs(x) - lo) / scale
+            out[..., 0] = np.nan
+            return out
+
+        return norm(a), norm(o)
+
+
+def salient(I_and, I_or, tau: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+    r"""Salient-set masks :math:`|\tilde I| > \tau` for AND and OR (paper §4.1)."""
+    check_in_interval(tau, "salient", "tau", 0.0, 1.0)
+    na, no = normalize(I_and, I_or)
+    with np.errstate(invalid="ignore"):
+        return np.abs(na) > tau, np.abs(no) > tau
+
+
+# ----------------------------------------------------------------------------- IPS
+
+
+def _paired(I_and, I_or, tau: float, order: Order | None, where: str):
+    """Normalised values of both templates of every pair, and the union-of-salient mask.
+
+    Returns ``a, b, union`` shaped ``[..., pair, 2 * 2**n]`` (AND then OR on the last axis).
+    """
+    check_in_interval(tau, where, "tau", 0.0, 1.0)
+    ra, ro = _as_arrays(I_and, I_or, where)
+    if ra.ndim < 2:
+        fail(
+            where,
+            f"interactions have shape {ra.shape}; need [..., template, 2**n]",
+            "Put at least two templates on the second-to-last axis",
+        )
+    if ra.shape[-2] < 2:
+        fail(where, f"only {ra.shape[-2]} template", "Pass at least two templates to compare")
+    na, no = normalize(ra, ro)
+    x = np.concatenate([na, no], axis=-1)  # [..., T, 2K]
+    size = ra.shape[-1]
+    keep = order_masks(n_players(ra), size, order)  # [..., T, K]
+    keep = np.concatenate([keep, keep], axis=-1)
+    with np.errstate(invalid="ignore"):
+        sal = (np.abs(x) > tau) & keep
+    i, j = template_pairs(ra.shape[-2])
+    a, b = x[..., i, :], x[..., j, :]
+    union = sal[..., i, :] | sal[..., j, :]
+    return a, b, union
+
+
+def nanmean(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Mean along ``axis`` skipping NaN; NaN (no warning) where nothing is left.
+
+    The one way psens averages over pairs, samples or models (DESIGN "empty cases").
+    """
+    x = np.asarray(x, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cnt = np.isfinite(x).sum(axis=axis)
+        tot = np.nansum(x, axis=axis)
+        return np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
+
+
+def ips_pairs(I_and, I_or, tau: float = 0.1, order: Order | None = None) -> np.ndarray:
+    r"""IPS of every unordered template pair, ``[..., pair]`` (NaN: no salient interaction).
+
+    .. math::
+        \mathrm{IPS}_{T,\hat T}(x) = \frac{1}{|\Omega_{union}|}\sum_{S\in\Omega_{union}}
+        \frac{|\tilde I_S(x|T) - \tilde I_S(x|\hat T)|}
+             {(|\tilde I_S(x|T)| + |\tilde I_S(x|\hat T)|)/2}
+
+    Pairs are ordered as :func:`template_pairs`.
+    """
+    a, b, union = _paired(I_and, I_or, tau, order, "ips")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        smape = np.abs(a - b) / ((np.abs(a) + np.abs(b)) / 2)
+        cnt = union.sum(axis=-1)
+        tot = np.where(union, smape, 0.0).sum(axis=-1)
+        return np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
+
+
+def ips(I_and, I_or=None, tau: float = 0.1, order: Order | None = None):
+    r"""Interaction-based Prompt Sensitivity per sample (paper eq. 3), the mean over pairs.
+
+    Parameters
+    ----------
+    I_and, I_or : array_like, shape (..., template, 2**n)
+        Raw interactions (NaN beyond a sample's own n). Alternatively pass a run
+        :class:`xarray.Dataset` as the first argument (with ``I_and``/``I_or`` variables and
+        ``template``/``subset`` dims) and leave ``I_or`` out.
+    tau : float in (0, 1)
+        Salience threshold on normalised interactions (paper: 0.1).
+    order : {"low", "mid", "high"}, optional
+        Restrict to interactions of that order (§4.3).
+
+    Returns
+    -------
+    ndarray of shape (...) or DataArray
+        Per-sample IPS in [0, 2]; NaN when no template pair has a salient interaction.
+        Average over samples with :func:`aggregate`.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> I = rng.normal(size=16)
+    >>> float(ips(np.stack([I, I]), np.stack([I, I])))  # identical templates
+    0.0
+    >>> float(ips(np.stack([I, -I]), np.stack([I, -I])))  # every sign flipped
+    2.0
+    """
+    if type(I_and).__name__ == "Dataset":
+        return _ips_dataset(I_and, tau, order)
+    if I_or is None:
+        fail("ips", "I_or is missing", "Pass ips(I_and, I_or) or ips(run_dataset)", TypeError)
+    return nanmean(ips_pairs(I_and, I_or, tau, order))
+
+
+def _ips_dataset(ds, tau: float, order: Order | None):
+    import xarray as xr
+
+    for name in ("I_and", "I_or"):
+        if name not in ds:
+            fail("ips", f"the Dataset has no {name!r} variable", "Pass a psens run Dataset")
+    a = ds["I_and"].transpose(..., TEMPLATE_DIM, SUBSET_DIM)
+    o = ds["I_or"].transpose(..., TEMPLATE_DIM, SUBSET_DIM)
+    value = ips(a.values, o.values, tau=tau, order=order)
+    out = xr.DataArray(
+        value,
+        dims=a.dims[:-2],
+        coords={k: c for k, c in a.coords.items() if set(c.dims) <= set(a.dims[:-2])},
+    )
+    out.name = "ips" if order is None else f"ips_{order}"
+    out.attrs.update(tau=tau, order=order or "all")
+    return out
+
+
+def aggregate(values, dim: str | int = "sample"):
+    """Mean over samples (or models) skipping NaN, with how many were skipped.
+
+    Returns ``(mean, n_skipped)`` for arrays (``dim`` an axis, default the last), or a
+    DataArray with ``attrs["n_skipped"]`` / ``attrs["n_used"]`` for a DataArray.
+    """
+    if type(values).__name__ == "DataArray":
+        axis_dim = dim if isinstance(dim, str) else values.dims[dim]
+        mean = values.mean(axis_dim, skipna=True)
+        skipped = values.isnull().sum(axis_dim)
+        mean.attrs.update(values.attrs)
+        mean.attrs["n_skipped"] = int(skipped.sum())
+        mean.attrs["n_used"] = int(values.notnull().sum())
+        return mean
+    x = np.asarray(values, dtype=float)
+    axis = -1 if isinstance(dim, str) else dim
+    return nanmean(x, axis), np.isnan(x).sum(axis=axis)
+
+
+# ----------------------------------------------------------------------------- classes
+
+
+def interaction_classes(
+    I_and,
+    I_or,
+    tau: float = 0.1,
+    *,
+    order: Order | None = None,
+    predictions=None,
+) -> dict[str, np.ndarray]:
+    r"""Stable/unstable classes of salient interactions for every template pair (§3.3, fig. 3b).
+
+    Over the union of both salient sets of a pair, with normalised effects ``a`` and ``b``:
+
+    * ``opposite_sign``: one strictly positive, the other strictly negative;
+    * ``same_sign_different_effect``: not opposite and :math:`|b|/|a| > 2` or :math:`< 0.5`
+      (includes one side exactly 0);
+    * ``same_sign_similar``: the rest.
+
+    Parameters
+    ----------
+    predictions : array_like, shape (..., template), optional
+        The model's prediction per template; adds ``changed[..., pair]`` (the two templates'
+        predictions differ), to split the counts as in fig. 3b (see :func:`class_shares`).
+
+    Returns
+    -------
+    dict
+        ``counts``: int array ``[..., pair, 3]`` in the order of :data:`CLASSES`;
+        ``pairs``: the ``(i, j)`` template indices; ``changed`` when predictions are given.
+    """
+    a, b, union = _paired(I_and, I_or, tau, order, "interaction_classes")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        opposite = ((a > 0) & (b < 0)) | ((a < 0) & (b > 0))
+        ratio = np.abs(b) / np.abs(a)
+        different = ~opposite & ((ratio > 2) | (ratio < 0.5) | (a == 0) | (b == 0))
+    similar = ~opposite & ~different
+    counts = np.stack([(c & union).sum(axis=-1) for c in (opposite, different, similar)], axis=-1)
+    n_templates = np.shape(I_and)[-2]
+    i, j = template_pairs(n_templates)
+    out: dict[str, np.ndarray] = {"counts": counts, "pairs": np.stack([i, j], axis=-1)}
+    if predictions is not None:
+        p = np.asarray(predictions)
+        if p.shape != (*counts.shape[:-2], n_templates):
+            fail(
+                "interaction_classes",
+                f"predictions have shape {p.shape}, expected {(*counts.shape[:-2], n_templates)}",
+                "Pass one prediction per sample and template",
+            )
+        out["changed"] = p[..., i] != p[..., j]
+    return out
+
+
+def class_shares(counts: np.ndarray, changed: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Shares of the three classes pooled over everything (fig. 3b).
+
+    Returns ``{"all": shares[3]}`` and, with ``changed``, ``"changed"`` / ``"unchanged"``
+    (NaN shares when a group has no salient interaction).
+    """
+    c = np.asarray(counts).reshape(-1, 3).astype(float)
+
+    def share(rows):
+        tot = rows.sum(axis=0)
+        s = tot.sum()
+        return tot / s if s > 0 else np.full(3, np.nan)
+
+    out = {"all": share(c)}
+    if changed is not None:
+        ch = np.asarray(changed).reshape(-1)
+        out["changed"], out["unchanged"] = share(c[ch]), share(c[~ch])
+    return out
+
+
+# ----------------------------------------------------------------------------- sparsity
+
+
+def sparsity_curve(I_and, I_or) -> np.ndarray:
+    """Normalised :math:`|\\tilde I|` of every AND and OR interaction, sorted descending (fig. 2a).
+
+    Shape ``[..., 2 * (2**n - 1)]`` (padded subsets are NaN and sorted last).
+    """
+    na, no = normalize(I_and, I_or)
+    x = np.abs(np.concatenate([na[..., 1:], no[..., 1:]], axis=-1))
+    return -np.sort(-x, axis=-1)  # np.sort puts NaN last
+
+
+def topk_matching_error(v, I_and, I_or, fraction: float) -> np.ndarray:
+    r"""Matching error when only the top ``fraction`` of interactions is kept (fig. 2b).
+
+    The bias (both empty-set terms) is always kept; of the :math:`2(2^n-1)` AND and OR
+    interactions, the :math:`\lceil fraction \cdot 2(2^n-1)\rceil` largest in :math:`|I|` are kept
+    and the rest set to 0. Returns :math:`\frac{1}{2^n}\sum_T |v(T) - \phi_k(T)|` per game.
+    """
+    check_in_interval(fraction, "topk_matching_error", "fraction", 0.0, 1.0, closed="right")
+    a, o = _as_arrays(I_and, I_or, "topk_matching_error")
+    vv = np.asarray(v, dtype=float)
+    check_same_shape(vv, a, "topk_matching_error", ("v", "I_and"))
+    check_game(a, "topk_matching_error", name="I_and")
+    mag = np.concatenate([np.abs(a[..., 1:]), np.abs(o[..., 1:])], axis=-1)
+    k = int(np.ceil(fraction * mag.shape[-1]))
+    order = np.argsort(-mag, axis=-1, kind="stable")
+    keep = np.zeros(mag.shape, dtype=bool)
+    np.put_along_axis(keep, order[..., :k], True, axis=-1)
+    half = a.shape[-1] - 1
+    ka = np.concatenate([np.ones((*a.shape[:-1], 1), bool), keep[..., :half]], axis=-1)
+    ko = np.concatenate([np.ones((*a.shape[:-1], 1), bool), keep[..., half:]], axis=-1)
+    phi = reconstruct(np.where(ka, a, 0.0), np.where(ko, o, 0.0))
+    return np.abs(vv - phi).mean(axis=-1)
+
+
+# ----------------------------------------------------------------------------- run engine
+# Per-sample IPS for many thresholds and order bands in one pass (IPS paper eq. 3, §4.3, F.8).
+#
+# :func:`sample_ips` gives the same numbers as :func:`psens.ips.ips` (a test pins that), but
+# normalises every game once and evaluates all thresholds ``τ`` and all order bands from
+# that one normalisation:
+#
+# * for a template pair, an interaction is in the union of salient sets at ``τ`` iff
+#   :math:`\max(|\tilde I_S(x|T)|, |\tilde I_S(x|\hat T)|) > \tau`;
+# * so each term :math:`|a-b|/((|a|+|b|)/2)` is binned by how many thresholds lie below its
+#   ``max``, and a reversed cumulative sum of the binned sums and counts gives the pair's IPS
+#   at every ``τ`` (``np.bincount`` over all rows at once: no loop over samples, pairs or τ).
+#
+# The run is read one model and a block of samples at a time, so a lazily opened store is
+# never loaded whole.
+
+#: order bands of §4.3 plus ``"all"`` (every order, eq. 3)
+ORDER_LEVELS: tuple[str, ...] = ORDER_TYPES
+_CHUNK_ELEMENTS = 1 << 22  # values per array in one block (32 MiB of float64)
+
+
+def check_taus(taus: Any, where: str) -> np.ndarray:
+    """Thresholds as a 1-d float array, each strictly inside (0, 1)."""
+    arr = np.atleast_1d(np.asarray(taus, dtype=float))
+    if arr.ndim != 1 or arr.size == 0:
+        fail(where, f"thresholds {taus!r} are not a non-empty list", "Pass e.g. [0.05, 0.1]")
+    for t in arr:
+        check_in_interval(t, where, "tau", 0.0, 1.0)
+    return arr
+
+
+def _check_orders(orders: Sequence[str] | str, where: str) -> tuple[str, ...]:
+    out = (orders,) if isinstance(orders, str) else tuple(orders)
+    bad = [o for o in out if o not in ORDER_LEVELS]
+    if bad or not out:
+        fail(where, f"orders {bad or out!r} are unknown", f"Use some of {ORDER_LEVELS}")
+    return out
+
+
+def _pair_block(
+    I_and: np.ndarray,
+    I_or: np.ndarray,
+    taus: np.ndarray,
+    orders: tuple[str, ...],
+    pair_idx: np.ndarray,
+) -> np.ndarray:
+    """IPS of every selected template pair: ``[..., pair, order, tau]`` (NaN: no salient S).
+
+    ``I_and``/``I_or`` are ``[..., template, 2**n]``; ``taus`` sorted ascending.
+    """
+    na, no = normalize(I_and, I_or)
+    x = np.concatenate([na, no], axis=-1)  # [..., T, 2K]
+    size = I_and.shape[-1]
+    i, j = template_pairs(I_and.shape[-2])
+    i, j = i[pair_idx], j[pair_idx]
+    a, b = np.abs(x[..., i, :]), np.abs(x[..., j, :])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        term = np.abs(x[..., i, :] - x[..., j, :]) / ((a + b) / 2)
+        top = np.fmax(a, b)
+    finite = np.isfinite(top) & (top > 0)
+    n = n_players(I_and)[..., 0]  # a sample's n is the same for all its templates
+    n_tau = taus.size
+    lead = top.shape[:-1]  # [..., pair]
+    rows = int(np.prod(lead))
+    out = np.empty((*lead, len(orders), n_tau))
+    for k, order in enumerate(orders):
+        keep = order_masks(n, size, None if order == "all" else order)  # [..., K]
+        keep = np.concatenate([keep, keep], axis=-1)[..., None, :]  # [..., 1, 2K]
+        valid = finite & keep
+        bins = np.searchsorted(taus, np.where(valid, top, -1.0), side="left")  # #τ below top
+        flat = (np.arange(rows).reshape(*lead, 1) * (n_tau + 1) + bins).ravel()
+        tot = np.bincount(flat, np.where(valid, term, 0.0).ravel(), rows * (n_tau + 1))
+        cnt = np.bincount(flat, valid.ravel().astype(float), rows * (n_tau + 1))
+        # salient at τ_k  <=>  bin > k: reversed cumulative sums from bin k+1
+        tot = np.cumsum(tot.reshape(rows, n_tau + 1)[:, ::-1], axis=1)[:, ::-1][:, 1:]
+        cnt = np.cumsum(cnt.reshape(rows, n_tau + 1)[:, ::-1], axis=1)[:, ::-1][:, 1:]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            val = np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
+        out[..., k, :] = val.reshape(*lead, n_tau)
+    return out
+
+
+def pair_labels(templates: Sequence[str]) -> list[str]:
+    """``"a|b"`` labels of the unordered template pairs, in :func:`template_pairs` order."""
+    i, j = template_pairs(len(templates))
+    return [f"{templates[p]}|{templates[q]}" for p, q in zip(i, j, strict=True)]
+
+
+def sample_ips(
+    ds,
+    tau: float | Sequence[float] = 0.1,
+    *,
+    orders: Sequence[str] | str = ORDER_LEVELS,
+    templates: Sequence[str] | None = None,
+    pairs: Any = None,
+    per_pair: bool = False,
+    models: Sequence[str] | None = None,
+):
+    r"""Per-sample IPS (eq. 3) of a run, for one or many thresholds and order bands.
+
+    .. math::
+        \mathrm{IPS}(x) = \mathbb E_{T,\hat T}\frac{1}{|\Omega_{union}|}
+        \sum_{S\in\Omega_{union}} \frac{|\tilde I_S(x|T) - \tilde I_S(x|\hat T)|}
+        {(|\tilde I_S(x|T)| + |\tilde I_S(x|\hat T)|)/2}
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run (``I_and``, ``I_or`` over ``model, sample, [shot,] template, subset``).
+    tau : float or sequence of float in (0, 1)
+        Salience threshold(s); a sequence adds a ``tau`` dim (appendix F.8).
+    orders : sequence of {"all", "low", "mid", "high"}
+        Order bands (§4.3); ``"all"`` is the plain IPS. A single string drops the dim.
+    templates : sequence of str, optional
+        Use only these templates (e.g. ``("ips1", "ips4")`` for few-shot, appendix E.6).
+    pairs : sequence of int or bool mask, optional
+        Use only these template pairs (indices into the pairs of the used templates, in
+        :func:`psens.ips.template_pairs` order), e.g. those of one perturbation kind.
+    per_pair : bool
+        Keep the ``pair`` dim instead of averaging over pairs (NaN pairs skipped).
+    models : sequence of str, optional
+        Only these models (the others are never read).
+
+    Returns
+    -------
+    xarray.DataArray
+        dims ``model, sample, [shot,] [pair,] [order,] [tau]``; NaN where a sample has no
+        salient interaction in any used pair. Average over samples with
+        :func:`psens.ips.aggregate`.
+
+    Examples
+    --------
+    >>> from psens.synthetic import synthetic_run
+    >>> ds = synthetic_run(n_samples=3)
+    >>> sample_ips(ds, [0.05, 0.1], orders="all").dims
+    ('model', 'sample', 'tau')
+    """
+    import xarray as xr
+
+    where = "sample_ips"
+    for name in ("I_and", "I_or"):
+        if name not in ds:
+            fail(where, f"the Dataset has no {name!r} variable", "Pass a psens run Dataset")
+    scalar_tau = np.ndim(tau) == 0
+    taus = check_taus(tau, where)
+    sort = np.argsort(taus, kind="stable")
+    unsort = np.argsort(sort, kind="stable")
+    taus_sorted = taus[sort]
+    single_order = isinstance(orders, str)
+    orders = _check_orders(orders, where)
+    if models is not None:
+        missing = [m for m in models if m not in set(ds["model"].values.tolist())]
+        if missing:
+            fail(where, f"models {missing} are not in the run", "Check the model names")
+        ds = ds.sel(model=list(models))
+    if templates is not None:
+        have = [str(t) for t in ds["template"].values]
+        missing = [t for t in templates if t not in have]
+        if missing:
+            fail(where, f"templates {missing} are not in the run", f"Use some of {have}")
+        ds = ds.sel(template=list(templates))
+    tnames = [str(t) for t in ds["template"].values]
+    if len(tnames) < 2:
+        fail(where, f"only {len(tnames)} template", "Use at least two templates")
+    labels = pair_labels(tnames)
+    all_idx = np.arange(len(labels))
+    if pairs is None:
+        pair_idx = all_idx
+    else:
+        p = np.asarray(pairs)
+        pair_idx = all_idx[p] if p.dtype == bool else p.astype(np.int64)
+        if pair_idx.size == 0:
+            fail(where, "no template pair is selected", "Select at least one pair")
+    a_da = ds["I_and"].transpose("model", "sample", ..., "template", "subset")
+    o_da = ds["I_or"].transpose("model", "sample", ..., "template", "subset")
+    lead_dims = a_da.dims[:-2]
+    n_m, n_s = ds.sizes["model"], ds.sizes["sample"]
+    rest = a_da.shape[2:-2]
+    per_sample = int(np.prod(rest)) * len(pair_idx) * 2 * a_da.shape[-1] * len(orders)
+    step = max(1, _CHUNK_ELEMENTS // max(per_sample, 1))
+    shape_tail = (len(pair_idx), len(orders), taus.size)
+    out = np.empty((n_m, n_s, *rest, *shape_tail))
+    for m in range(n_m):  # one model and a block of samples at a time (bounded memory)
+        for s0 in range(0, n_s, step):
+            sl = slice(s0, min(n_s, s0 + step))
+            a = np.asarray(a_da.isel(model=m, sample=sl).values, dtype=float)
+            o = np.asarray(o_da.isel(model=m, sample=sl).values, dtype=float)
+            out[m, sl] = _pair_block(a, o, taus_sorted, orders, pair_idx)
+    out = out[..., unsort]
+    dims = [*lead_dims, "pair", "order", "tau"]
+    coords: dict[str, Any] = {d: ds[d].values for d in lead_dims if d in ds.coords}
+    for name in ("family", "series", "kind", "arch", "params", "active_params"):
+        if name in ds.coords and ds[name].dims == ("model",):
+            coords[name] = ("model", ds[name].values)
+    coords.update(
+        pair=np.asarray([labels[k] for k in pair_idx], dtype=object),
+        order=list(orders),
+        tau=taus,
+    )
+    da = xr.DataArray(out, dims=dims, coords=coords, name="ips")
+    if not per_pair:
+        da = xr.DataArray(
+            nanmean(da.values, axis=dims.index("pair")),
+            dims=[d for d in dims if d != "pair"],
+            coords={k: v for k, v in coords.items() if k != "pair"},
+            name="ips",
+        )
+    if scalar_tau:
+        da = da.isel(tau=0, drop=True)
+    if single_order:
+        da = da.isel(order=0, drop=True)
+    da.attrs.update(
+        tau=float(taus[0]) if scalar_tau else taus.tolist(),
+        templates=tnames,
+        pairs=[labels[k] for k in pair_idx],
+    )
+    return da

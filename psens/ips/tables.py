@@ -1,0 +1,615 @@
+"""Tables behind the charts, widgets and report: a run Dataset reduced to small frames.
+
+Everything here is UI-free and deterministic: each function takes a run Dataset (or a
+slice of one, see :mod:`psens.store` for the schema) and returns a
+:class:`pandas.DataFrame` in long form, ready for one altair chart. The metrics come from
+:mod:`psens.ips`; this module only slices, loops over models (so a large run is never
+loaded whole) and labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from psens._validation import fail
+from psens.interactions import reconstruct
+from psens.ips.metric import (
+    CLASSES,
+    ORDER_TYPES,
+    interaction_classes,
+    nanmean,
+    normalize,
+    order_of_subsets,
+    sparsity_curve,
+)
+
+__all__ = [
+    "CLASS_LABELS",
+    "FRACTIONS",
+    "ORDER_TYPES",
+    "at_shot",
+    "case_table",
+    "class_table",
+    "factor_table",
+    "format_value",
+    "group_values",
+    "matching_curve",
+    "matching_error_table",
+    "model_meta",
+    "order_ips_table",
+    "output_consistency",
+    "per_sample_ips",
+    "sample_subsets",
+    "select_samples",
+    "sparsity_table",
+    "subset_label",
+    "subset_words",
+]
+
+#: Readable names of the interaction classes of :data:`psens.ips.CLASSES` (fig. 3b).
+CLASS_LABELS: dict[str, str] = {
+    "opposite_sign": "opposite sign",
+    "same_sign_different_effect": "same sign, different effect",
+    "same_sign_similar": "same sign, similar effect",
+}
+META = ("family", "series", "kind", "arch", "params", "active_params")
+
+
+# ----------------------------------------------------------------------------- labels
+
+
+def subset_words(mask: int, words: Sequence[str]) -> list[str]:
+    """The words of the variables in the bitmask ``mask`` (bit i = ``words[i]``).
+
+    Examples
+    --------
+    >>> subset_words(0b101, ["lay", "eggs", "NOT"])
+    ['lay', 'NOT']
+    """
+    return [str(w) for i, w in enumerate(words) if (int(mask) >> i) & 1]
+
+
+def subset_label(mask: int, words: Sequence[str], kind: str = "") -> str:
+    """A readable label of the interaction ``S`` = ``mask``: its words in braces.
+
+    Examples
+    --------
+    >>> subset_label(0b011, ["lay", "eggs", "NOT"], "AND")
+    'AND {lay, eggs}'
+    >>> subset_label(0, ["lay"])
+    '{}'
+    """
+    text = "{" + ", ".join(subset_words(mask, words)) + "}"
+    return f"{kind} {text}" if kind else text
+
+
+# ----------------------------------------------------------------------------- metadata
+
+
+def model_meta(ds) -> pd.DataFrame:
+    """One row per model with the registry metadata present in the run (fig. 5–11 groups)."""
+    out = pd.DataFrame({"model": [str(m) for m in ds["model"].values]})
+    for key in META:
+        if key in ds.coords and ds[key].dims == ("model",):
+            out[key] = ds[key].values
+    return out
+
+
+def format_value(value: Any) -> str:
+    """A group value as a label: floats in %g form, anything else as ``str``."""
+    if isinstance(value, float | np.floating) and np.isfinite(value):
+        return f"{value:g}"
+    return str(value)
+
+
+def sample_subsets(ds, max_values: int = 50) -> list[str]:
+    """Ways to restrict the samples: ``"all"`` and ``"<coord>=<value>"`` for every
+    categorical per-sample coordinate (e.g. ``dataset``, ``subject``, ``n_vars``)."""
+    out = ["all"]
+    for name, coord in ds.coords.items():
+        if name == "sample" or coord.dims != ("sample",):
+            continue
+        values = pd.unique(np.asarray(coord.values).ravel())
+        if 1 < len(values) <= max_values:
+            out += [f"{name}={format_value(v)}" for v in sorted(values, key=str)]
+    return out
+
+
+def select_samples(ds, subset: str = "all"):
+    """The Dataset restricted to the samples of ``subset`` (see :func:`sample_subsets`)."""
+    if subset in ("", "all", None):
+        return ds
+    name, _, value = subset.partition("=")
+    if name not in ds.coords or ds[name].dims != ("sample",):
+        fail(
+            "psens.widgets",
+            f"subset {subset!r} does not name a per-sample coordinate",
+            f"Use one of {sample_subsets(ds)}",
+        )
+    keep = np.array([format_value(v) == value for v in ds[name].values])
+    return ds.isel(sample=np.flatnonzero(keep))
+
+
+def group_values(ds, by: str) -> list:
+    """Distinct values of the model metadata field (or ``"shot"``) ``by``, sorted."""
+    if by == "shot":
+        if "shot" not in ds.dims:
+            fail("psens.widgets", "the run has no shot dim", "Group by model metadata instead")
+        return [int(s) for s in ds["shot"].values]
+    meta = model_meta(ds)
+    if by not in meta:
+        fail("psens.widgets", f"by={by!r} is not model metadata", f"Use one of {list(meta)[1:]}")
+    return sorted(pd.unique(meta[by]).tolist(), key=lambda v: (isinstance(v, str), v))
+
+
+# ----------------------------------------------------------------------------- games
+
+
+def at_shot(obj, shot: int | None = None):
+    """``obj`` at one shot count (the first when ``shot`` is None); unchanged without shots."""
+    if "shot" not in obj.dims:
+        return obj
+    return obj.sel(shot=shot if shot is not None else obj["shot"].values[0])
+
+
+def _games(ds, model: int, shot: int | None = None, *, all_shots: bool = False):
+    """``I_and, I_or`` of one model as ``[sample, template, subset]`` arrays.
+
+    Runs with a ``shot`` dim are taken at ``shot`` (``[sample, shot, template, subset]``
+    with ``all_shots``).
+    """
+    sub = ds[["I_and", "I_or"]].isel(model=model)
+    if not all_shots:
+        sub = at_shot(sub, shot)
+    a = sub["I_and"].transpose(..., "template", "subset").values
+    o = sub["I_or"].transpose(..., "template", "subset").values
+    return np.asarray(a, float), np.asarray(o, float)
+
+
+def per_sample_ips(ds, tau: float = 0.1):
+    """Per-sample IPS of every model for each type of :data:`ORDER_TYPES`.
+
+    Returns a DataArray ``(model, sample, [shot,] type)``; NaN where a sample has no
+    salient interaction of that type in any template pair. Computed by
+    :func:`psens.ips.metric.sample_ips` (one model at a time, so a lazily opened run is
+    read block by block).
+    """
+    from psens.ips.metric import sample_ips
+
+    out = sample_ips(ds, tau, orders=ORDER_TYPES).rename(order="type")
+    out.attrs["tau"] = tau
+    return out.rename("ips")
+
+
+def _mean_over_samples(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean over axis 0 skipping NaN, with counts used and skipped."""
+    used = np.isfinite(values).sum(axis=0)
+    return nanmean(values, axis=0), used, values.shape[0] - used
+
+
+def order_ips_table(per_sample, meta: pd.DataFrame, shot: int | None = None) -> pd.DataFrame:
+    """IPS per model and type (mean over samples, NaN skipped), fig. 4 / 9 / 11.
+
+    Columns: ``model, type, ips, n_used, n_skipped`` and the model metadata; sorted by
+    model then type.
+    """
+    da = at_shot(per_sample, shot)
+    rows = []
+    for m, model in enumerate(da["model"].values):
+        mean, used, skipped = _mean_over_samples(
+            da.isel(model=m).transpose("sample", "type").values
+        )
+        for t, kind in enumerate(da["type"].values):
+            rows.append(
+                {
+                    "model": str(model),
+                    "type": str(kind),
+                    "ips": float(mean[t]),
+                    "n_used": int(used[t]),
+                    "n_skipped": int(skipped[t]),
+                }
+            )
+    out = pd.DataFrame(rows, columns=["model", "type", "ips", "n_used", "n_skipped"])
+    return out.merge(meta, on="model", how="left")
+
+
+def output_consistency(ds, shot: int | None = None) -> pd.Series:
+    """Share of samples whose prediction is identical under every template, per model
+    (fig. 4b). Samples of a model without a prediction (not done) are left out; see
+    :func:`psens.factors.consistency.sample_consistency` for the per-sample values."""
+    from psens.ips.factors.consistency import sample_consistency
+
+    per_sample = sample_consistency(ds, shot=shot)
+    means = per_sample.mean("sample", skipna=True)
+    return pd.Series(
+        means.values, index=[str(m) for m in means["model"].values], name="output_consistency"
+    )
+
+
+# ----------------------------------------------------------------------------- classes
+
+
+def class_table(
+    ds,
+    models: Sequence[str],
+    *,
+    tau: float = 0.1,
+    pair: int | None = None,
+    order: str | None = None,
+    shot: int | None = None,
+) -> pd.DataFrame:
+    """Shares of the three interaction classes per model, split by output change (fig. 3b).
+
+    Parameters
+    ----------
+    pair : int, optional
+        Index on the run's ``pair`` dim (templates ``template_a``/``template_b``); all
+        pairs pooled when None.
+    order : {"low", "mid", "high"}, optional
+        Restrict to one order band.
+
+    Returns
+    -------
+    DataFrame with ``model, group (changed/unchanged/all), class, label, share, count,
+    n_pairs`` (``n_pairs``: sample × template pairs in the group).
+    """
+    names = [str(m) for m in ds["model"].values]
+    rows = []
+    for model in models:
+        m = names.index(model)
+        a, o = _games(ds, m, shot)
+        pred = at_shot(ds["prediction"].isel(model=m), shot)
+        p = np.asarray(pred.transpose("sample", "template").values).astype(str)
+        res = interaction_classes(a, o, tau, order=order, predictions=p)
+        counts, changed = res["counts"], res["changed"]
+        if pair is not None:
+            counts, changed = counts[..., pair : pair + 1, :], changed[..., pair : pair + 1]
+        done = np.isfinite(a).any(axis=(-1, -2))[..., None] & np.ones(changed.shape, bool)
+        counts, changed = counts[done], changed[done]
+        for group, rows_mask in (("changed", changed), ("unchanged", ~changed)):
+            tot = counts[rows_mask].sum(axis=0).astype(float)
+            for c, name in enumerate(CLASSES):
+                rows.append(
+                    {
+                        "model": model,
+                        "group": group,
+                        "class": name,
+                        "label": CLASS_LABELS[name],
+                        "share": float(tot[c] / tot.sum()) if tot.sum() > 0 else np.nan,
+                        "count": int(tot[c]),
+                        "n_pairs": int(rows_mask.sum()),
+                    }
+                )
+    cols = ["model", "group", "class", "label", "share", "count", "n_pairs"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+# ----------------------------------------------------------------------------- case study
+
+
+def _classify(a: float, b: float) -> str:
+    if (a > 0 > b) or (a < 0 < b):
+        return CLASS_LABELS["opposite_sign"]
+    if a == 0 or b == 0 or abs(b) / abs(a) > 2 or abs(b) / abs(a) < 0.5:
+        return CLASS_LABELS["same_sign_different_effect"]
+    return CLASS_LABELS["same_sign_similar"]
+
+
+def case_table(
+    ds,
+    model: str,
+    sample: str,
+    templates: tuple[str, str],
+    *,
+    tau: float = 0.1,
+    top_k: int = 10,
+    shot: int | None = None,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The top salient interactions of one sample under two templates (fig. 3a / 19).
+
+    Interactions salient (:math:`|\\tilde I| > \\tau`) under either template are ranked by
+    the larger of their two normalised magnitudes; the ``top_k`` first are returned, two
+    rows each (one per template).
+
+    Returns
+    -------
+    table : DataFrame
+        ``rank, label, kind (AND/OR), size, mask, template, value, class``.
+    info : dict
+        ``words``, ``predictions`` and ``correct`` per template, ``target``, ``n_salient``.
+    """
+    ta, tb = templates
+    if ta == tb:
+        fail("psens.widgets.CaseStudy", "both templates are the same", "Pick two templates")
+    sub = at_shot(ds.sel(model=model, sample=sample, template=[ta, tb]), shot)
+    n = int(sub["n_vars"].values)
+    words = [str(w) for w in sub["word"].values[:n]]
+    size = 1 << n
+    a = np.asarray(sub["I_and"].transpose("template", "subset").values, float)[:, :size]
+    o = np.asarray(sub["I_or"].transpose("template", "subset").values, float)[:, :size]
+    info: dict[str, Any] = {
+        "words": words,
+        "templates": (ta, tb),
+        "predictions": [str(x) for x in sub["prediction"].values],
+        "correct": [bool(x == 1) for x in sub["correct"].values],
+        "target": str(ds["target"].sel(sample=sample).values).strip() if "target" in ds else "",
+    }
+    cols = ["rank", "label", "kind", "size", "mask", "template", "value", "class"]
+    if not np.isfinite(a).all():  # a pending or failed block
+        info.update(n_salient=0, pending=True)
+        return pd.DataFrame(columns=cols), info
+    na, no = normalize(a, o)
+    x = np.concatenate([na[:, 1:], no[:, 1:]], axis=-1)  # [2, 2*(size-1)]
+    mag = np.abs(x).max(axis=0)
+    salient = np.flatnonzero(mag > tau)
+    info["n_salient"] = len(salient)
+    top = salient[np.argsort(-mag[salient], kind="stable")][:top_k]
+    sizes = order_of_subsets(size)
+    rows = []
+    for rank, k in enumerate(top):
+        kind, mask = ("AND", k + 1) if k < size - 1 else ("OR", k - (size - 1) + 1)
+        label = subset_label(mask, words, kind)
+        for t, name in enumerate((ta, tb)):
+            rows.append(
+                {
+                    "rank": rank,
+                    "label": label,
+                    "kind": kind,
+                    "size": int(sizes[mask]),
+                    "mask": int(mask),
+                    "template": name,
+                    "value": float(x[t, k]),
+                    "class": _classify(float(x[0, k]), float(x[1, k])),
+                }
+            )
+    return pd.DataFrame(rows, columns=cols), info
+
+
+# ----------------------------------------------------------------------------- factors
+
+
+def _model_ips(per_sample, shot) -> pd.DataFrame:
+    """Mean IPS per (model, type) as a wide frame, models on the index."""
+    da = at_shot(per_sample, shot)
+    values = np.stack(
+        [
+            _mean_over_samples(da.isel(model=m).transpose("sample", "type").values)[0]
+            for m in range(da.sizes["model"])
+        ]
+    )
+    return pd.DataFrame(values, index=[str(m) for m in da["model"].values], columns=ORDER_TYPES)
+
+
+def factor_table(
+    per_sample,
+    meta: pd.DataFrame,
+    *,
+    by: str,
+    a: Sequence,
+    b: Sequence,
+    match: str = "none",
+    models: Sequence[str] | None = None,
+    shot: int | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    r"""IPS of two groups of models (or shot counts) and the relative change (fig. 10).
+
+    .. math:: \Delta\mathrm{IPS}_{type} = (\mathrm{IPS}^A_{type} - \mathrm{IPS}^B_{type})
+              / \mathrm{IPS}^B_{type}
+
+    Parameters
+    ----------
+    by : str
+        Model metadata field (``kind``, ``arch``, ``series``, ``family``, ``params``) or
+        ``"shot"``.
+    a, b : sequence
+        Values of ``by`` forming group A (with the factor) and group B (without it).
+    match : str
+        ``"none"``: relative change of the two group means. Otherwise a metadata field
+        (e.g. ``"series"``, ``"family"``) or ``"series+params"``: the relative change is
+        averaged over every pair of an A model and a B model that agree on it (the paper's
+        pairs, §4.3). With ``by="shot"`` each model is paired with itself.
+    models : sequence of str, optional
+        Restrict to these models.
+
+    Returns
+    -------
+    groups : DataFrame ``group, type, ips, n_models``
+    delta : DataFrame ``type, delta, n_pairs``
+    """
+    a, b = list(a), list(b)
+    meta = meta.set_index("model")
+    if models is not None:
+        meta = meta.loc[[m for m in meta.index if m in set(models)]]
+    if by == "shot":
+        wa = [_model_ips(per_sample, s).loc[meta.index] for s in a]
+        wb = [_model_ips(per_sample, s).loc[meta.index] for s in b]
+        ga = pd.concat(wa).groupby(level=0).mean() if wa else None
+        gb = pd.concat(wb).groupby(level=0).mean() if wb else None
+        in_a = in_b = list(meta.index)
+        pairs = [(m, m) for m in meta.index]
+        label_a = f"A: shot {', '.join(map(str, a))}"
+        label_b = f"B: shot {', '.join(map(str, b))}"
+    else:
+        wide = _model_ips(per_sample, shot).loc[meta.index]
+        in_a = [m for m in meta.index if meta.loc[m, by] in a]
+        in_b = [m for m in meta.index if meta.loc[m, by] in b]
+        ga, gb = wide, wide
+        key = _match_key(meta, match)
+        pairs = [(x, y) for x in in_a for y in in_b if x != y and (key is None or key[x] == key[y])]
+        label_a = f"A: {by} = {', '.join(map(format_value, a))}"
+        label_b = f"B: {by} = {', '.join(map(format_value, b))}"
+    group_rows = []
+    for label, frame, members in ((label_a, ga, in_a), (label_b, gb, in_b)):
+        for t in ORDER_TYPES:
+            vals = frame.loc[members, t].to_numpy(float) if (frame is not None and members) else []
+            vals = np.asarray(vals)[np.isfinite(vals)] if len(vals) else np.array([])
+            group_rows.append(
+                {
+                    "group": label,
+                    "type": t,
+                    "ips": float(vals.mean()) if len(vals) else np.nan,
+                    "n_models": len(vals),
+                }
+            )
+    groups = pd.DataFrame(group_rows, columns=["group", "type", "ips", "n_models"])
+    delta_rows = []
+    for t in ORDER_TYPES:
+        if by != "shot" and match == "none":
+            ma = groups.loc[(groups.group == label_a) & (groups.type == t), "ips"].iloc[0]
+            mb = groups.loc[(groups.group == label_b) & (groups.type == t), "ips"].iloc[0]
+            d = (ma - mb) / mb if mb else np.nan
+            n_pairs = int(len(in_a) > 0 and len(in_b) > 0)
+        else:
+            rel = []
+            for x, y in pairs:
+                va = ga.loc[x, t] if ga is not None else np.nan
+                vb = gb.loc[y, t] if gb is not None else np.nan
+                if np.isfinite(va) and np.isfinite(vb) and vb != 0:
+                    rel.append((va - vb) / vb)
+            d, n_pairs = (float(np.mean(rel)) if rel else np.nan), len(rel)
+        delta_rows.append({"type": t, "delta": float(d), "n_pairs": n_pairs})
+    return groups, pd.DataFrame(delta_rows, columns=["type", "delta", "n_pairs"])
+
+
+def _match_key(meta: pd.DataFrame, match: str) -> pd.Series | None:
+    if match in ("", "none", None):
+        return None
+    fields = match.split("+")
+    missing = [f for f in fields if f not in meta.columns]
+    if missing:
+        fail(
+            "psens.widgets.FactorCompare",
+            f"match={match!r} uses fields {missing} that the run has no metadata for",
+            f"Use 'none' or fields of {list(meta.columns)} joined by '+'",
+        )
+    return meta[fields].astype(str).agg("|".join, axis=1)
+
+
+# ----------------------------------------------------------------------------- sparsity
+
+
+def _one_game(ds, model: str, sample: str, template: str, shot: int | None):
+    sub = at_shot(ds.sel(model=model, sample=sample, template=template), shot)
+    n = int(sub["n_vars"].values)
+    size = 1 << n
+    pick = [np.asarray(sub[k].values, float)[:size] for k in ("v", "I_and", "I_or")]
+    return n, *pick
+
+
+def sparsity_table(
+    ds, models: Sequence[str], sample: str, template: str, shot: int | None = None
+) -> pd.DataFrame:
+    """Sorted normalised :math:`|\\tilde I|` of one sample and template, per model (fig. 2a).
+
+    Columns ``model, rank, strength`` (rank 1 = strongest of the :math:`2(2^n-1)`).
+    """
+    rows = []
+    for model in models:
+        _, _, a, o = _one_game(ds, model, sample, template, shot)
+        if not np.isfinite(a).all():
+            continue
+        curve = sparsity_curve(a, o)
+        rows.append(
+            pd.DataFrame({"model": model, "rank": np.arange(1, len(curve) + 1), "strength": curve})
+        )
+    cols = ["model", "rank", "strength"]
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=cols)
+
+
+def _topk_phi(a: np.ndarray, o: np.ndarray, fraction: float) -> np.ndarray:
+    """The logical model's output with the bias and the top ``fraction`` of interactions."""
+    mag = np.concatenate([np.abs(a[..., 1:]), np.abs(o[..., 1:])], axis=-1)
+    k = int(np.ceil(fraction * mag.shape[-1]))
+    order = np.argsort(-mag, axis=-1, kind="stable")
+    keep = np.zeros(mag.shape, bool)
+    np.put_along_axis(keep, order[..., :k], True, axis=-1)
+    half = a.shape[-1] - 1
+    one = np.ones((*a.shape[:-1], 1), bool)
+    ka = np.concatenate([one, keep[..., :half]], axis=-1)
+    ko = np.concatenate([one, keep[..., half:]], axis=-1)
+    return reconstruct(np.where(ka, a, 0.0), np.where(ko, o, 0.0))
+
+
+def matching_curve(
+    ds, model: str, sample: str, template: str, fraction: float, shot: int | None = None
+) -> pd.DataFrame:
+    """The model's output on every masked input, sorted ascending, against the logical
+    model with only the top ``fraction`` of interactions (fig. 2b).
+
+    Columns ``rank, mask, label, v, phi, error``.
+    """
+    n, v, a, o = _one_game(ds, model, sample, template, shot)
+    cols = ["rank", "mask", "label", "v", "phi", "error"]
+    if not np.isfinite(v).all():
+        return pd.DataFrame(columns=cols)
+    phi = _topk_phi(a, o, fraction)
+    words = [str(w) for w in ds["word"].sel(sample=sample).values[:n]]
+    idx = np.argsort(v, kind="stable")
+    return pd.DataFrame(
+        {
+            "rank": np.arange(1, len(v) + 1),
+            "mask": idx,
+            "label": [subset_label(int(t), words) for t in idx],
+            "v": v[idx],
+            "phi": phi[idx],
+            "error": np.abs(v - phi)[idx],
+        },
+        columns=cols,
+    )
+
+
+#: Fractions of interactions kept for the matching-error curve (fig. 2b quotes 3% and 5%).
+FRACTIONS = (0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
+
+
+def matching_error_table(
+    ds, models: Sequence[str], fractions: Sequence[float] = FRACTIONS, shot: int | None = None
+) -> pd.DataFrame:
+    r"""Mean matching error over every game of each model when keeping the top fraction.
+
+    The error of one game is :math:`\frac{1}{2^n}\sum_T|v(T)-\phi_k(T)|`; ``relative``
+    divides it by the game's range :math:`\max_T v(T) - \min_T v(T)` so games of different
+    scale compare.
+    Columns ``model, fraction, error, relative, n_games``.
+    """
+    names = [str(m) for m in ds["model"].values]
+    n_vars = np.asarray(ds["n_vars"].values)
+    rows = []
+    for model in models:
+        m = names.index(model)
+        sub = at_shot(ds[["v", "I_and", "I_or"]].isel(model=m), shot)
+        arr = {
+            k: np.asarray(sub[k].transpose("sample", "template", "subset").values, float)
+            for k in ("v", "I_and", "I_or")
+        }
+        for f in fractions:
+            err, rel = [], []
+            for n in np.unique(n_vars):
+                size = 1 << int(n)
+                sel = np.flatnonzero(n_vars == n)
+                v, a, o = (arr[k][sel, :, :size] for k in ("v", "I_and", "I_or"))
+                ok = np.isfinite(v).all(axis=-1) & np.isfinite(a).all(axis=-1)
+                if not ok.any():
+                    continue
+                v, a, o = v[ok], a[ok], o[ok]
+                e = np.abs(v - _topk_phi(a, o, f)).mean(axis=-1)
+                scale = v.max(axis=-1) - v.min(axis=-1)
+                err.append(e)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    rel.append(np.where(scale > 0, e / scale, np.nan))
+            e_all = np.concatenate(err) if err else np.array([])
+            r_all = np.concatenate(rel) if rel else np.array([])
+            rows.append(
+                {
+                    "model": model,
+                    "fraction": float(f),
+                    "error": float(e_all.mean()) if len(e_all) else np.nan,
+                    "relative": float(np.nanmean(r_all)) if np.isfinite(r_all).any() else np.nan,
+                    "n_games": len(e_all),
+                }
+            )
+    return pd.DataFrame(rows, columns=["model", "fraction", "error", "relative", "n_games"])

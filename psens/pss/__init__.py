@@ -1,0 +1,39 @@
+"""PSS — ProSA's PromptSensiScore: instance-level sensitivity across prompt variants.
+
+* :mod:`psens.pss.metric` — PSS per instance and per dataset (ProSA §2.2 eq. 1–2), the
+  per-variant share of an instance's PSS, decoding confidence (§5), arena-label scores and
+  the published prompt versions of the subjective benchmarks (§4);
+* :mod:`psens.pss.charts` — PSS per model, per shot count and per variant (altair);
+* the 12 prompt variants (``P01``–``P12``) are rendered by :func:`psens.variants.render_variant`.
+"""
+
+from psens.pss.metric import (
+    ARENA_LABEL_SCORES,
+    PSSSummary,
+    arena_label_score,
+    confidence,
+    instance_confidence,
+    instance_pss,
+    load_prosa_versions,
+    pss,
+    top_token_probability,
+    variant_disagreement,
+)
+from psens.variants import PROSA_STYLES, PROSA_TEMPLATE_IDS, SHOT_COUNTS, render_variant
+
+__all__ = [
+    "ARENA_LABEL_SCORES",
+    "PROSA_STYLES",
+    "PROSA_TEMPLATE_IDS",
+    "SHOT_COUNTS",
+    "PSSSummary",
+    "arena_label_score",
+    "confidence",
+    "instance_confidence",
+    "instance_pss",
+    "load_prosa_versions",
+    "pss",
+    "render_variant",
+    "top_token_probability",
+    "variant_disagreement",
+]

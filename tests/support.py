@@ -1,0 +1,268 @@
+"""Everything the tests share: paths, slow literal references, tiny models and datasets.
+
+* paths: :data:`ROOT` (the repository), :data:`REFERENCE` (published data in ``data/reference``);
+* literal references (straight from the papers' formulas; loops over subsets, dense matrices
+  built entry by entry — only for small n): :func:`mobius_and_ref`, :func:`mobius_or_ref`,
+  :func:`matching_ref`, :func:`lp_optimum`, :func:`ips_ref`, ...;
+* a tiny random-weight causal LM saved as a folder (loads in < 1 s), a tiny MCQ dataset and
+  an in-memory BPE tokenizer, so a full run (scoring, decomposition, store, resume, dask) is
+  exercised in the fast suite without any hub access.
+
+Test files import from here only, never from each other.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+
+from psens import prompts
+from psens.datasets import Item
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT / "data" / "reference"
+
+# ------------------------------------------------------------------ literal references
+
+
+def subsets(mask: int):
+    """All T ⊆ mask (as bitmasks)."""
+    t = mask
+    while True:
+        yield t
+        if t == 0:
+            return
+        t = (t - 1) & mask
+
+
+def popcount(x: int) -> int:
+    return bin(x).count("1")
+
+
+def mobius_and_ref(v: np.ndarray) -> np.ndarray:
+    """I(S) = sum_{T ⊆ S} (-1)^{|S|-|T|} v(T), by a loop over subsets (O(3^n))."""
+    v = np.asarray(v, dtype=float)
+    size = v.shape[-1]
+    out = np.zeros_like(v)
+    for s in range(size):
+        for t in subsets(s):
+            out[..., s] += (-1) ** (popcount(s) - popcount(t)) * v[..., t]
+    return out
+
+
+def mobius_or_ref(v: np.ndarray) -> np.ndarray:
+    """I_or(S) = -sum_{T ⊆ S} (-1)^{|S|-|T|} v(N \\ T) for S ≠ ∅; I_or(∅) = v(∅)."""
+    v = np.asarray(v, dtype=float)
+    size = v.shape[-1]
+    full = size - 1
+    out = np.zeros_like(v)
+    for s in range(1, size):
+        for t in subsets(s):
+            out[..., s] -= (-1) ** (popcount(s) - popcount(t)) * v[..., full ^ t]
+    out[..., 0] = v[..., 0]
+    return out
+
+
+def matching_ref(I_and: np.ndarray, I_or: np.ndarray) -> np.ndarray:
+    """phi(T) = I_and(∅) + I_or(∅) + sum_{∅≠S⊆T} I_and(S) + sum_{S∩T≠∅} I_or(S)."""
+    size = I_and.shape[-1]
+    out = np.zeros_like(I_and, dtype=float)
+    for t in range(size):
+        out[..., t] = I_and[..., 0] + I_or[..., 0]
+        for s in range(1, size):
+            if s & t == s:
+                out[..., t] += I_and[..., s]
+            if s & t:
+                out[..., t] += I_or[..., s]
+    return out
+
+
+def dense_matrix(transform, n: int) -> np.ndarray:
+    """The matrix of a linear map on R^(2^n), column by column."""
+    size = 1 << n
+    return np.stack([transform(np.eye(size)[k]) for k in range(size)], axis=1)
+
+
+def lp_optimum(v: np.ndarray) -> float:
+    """min_gamma sum|M(v/2+g)| + |L(v/2-g)| with dense literal matrices and scipy's HiGHS."""
+    from scipy.optimize import linprog
+
+    size = v.shape[-1]
+    n = size.bit_length() - 1
+    M = dense_matrix(mobius_and_ref, n)
+    L = dense_matrix(mobius_or_ref, n)
+    eye, zero = np.eye(size), np.zeros((size, size))
+    A = np.block([[M, -eye, zero], [-M, -eye, zero], [-L, zero, -eye], [L, zero, -eye]])
+    b = np.concatenate([-M @ v / 2, M @ v / 2, -L @ v / 2, L @ v / 2])
+    c = np.concatenate([np.zeros(size), np.ones(2 * size)])
+    bounds = [(None, None)] * size + [(0, None)] * (2 * size)
+    res = linprog(c, A_ub=A, b_ub=b, bounds=bounds, method="highs")
+    assert res.status == 0, res.message
+    return float(res.fun)
+
+
+def ips_ref(I_and: np.ndarray, I_or: np.ndarray, tau: float, order=None) -> float:
+    """Eq. 3 for one sample: I_* of shape [template, 2**n], literal loops, no NaN padding."""
+    n_t, size = I_and.shape
+    n = size.bit_length() - 1
+    norm = []
+    for t in range(n_t):
+        mags = [abs(I_and[t, s]) for s in range(1, size)] + [
+            abs(I_or[t, s]) for s in range(1, size)
+        ]
+        lo, hi = min(mags), max(mags)
+        d = {}
+        for kind, arr in (("and", I_and), ("or", I_or)):
+            for s in range(1, size):
+                x = arr[t, s]
+                d[(kind, s)] = 0.0 if hi == lo else np.sign(x) * (abs(x) - lo) / (hi - lo)
+        norm.append(d)
+
+    def in_order(s):
+        k = popcount(s)
+        if order is None:
+            return True
+        if order == "low":
+            return 1 <= k <= n // 3
+        if order == "mid":
+            return n // 3 < k <= 2 * n // 3
+        return k > 2 * n // 3
+
+    values = []
+    for i, j in itertools.combinations(range(n_t), 2):
+        union = [
+            key
+            for key in norm[i]
+            if in_order(key[1]) and (abs(norm[i][key]) > tau or abs(norm[j][key]) > tau)
+        ]
+        if not union:
+            continue
+        terms = [
+            abs(norm[i][k] - norm[j][k]) / ((abs(norm[i][k]) + abs(norm[j][k])) / 2) for k in union
+        ]
+        values.append(sum(terms) / len(terms))
+    return float(np.mean(values)) if values else float("nan")
+
+
+# ------------------------------------------------------------------ tiny models and data
+
+
+QUESTIONS = [
+    ("q1", "Which one of these animals does NOT lay eggs?", ["chickens", "dogs", "frogs"], "B"),
+    ("q2", "What makes plants green?", ["chlorophyll", "water", "sand"], "A"),
+    ("q3", "Which planet is closest to the sun?", ["Venus", "Mars", "Mercury"], "C"),
+    ("q4", "What do bees make?", ["milk", "honey", "silk"], "B"),
+    ("q5", "Which tool measures temperature?", ["ruler", "scale", "thermometer"], "C"),
+    ("q6", "What falls from clouds?", ["rain", "rocks", "leaves"], "A"),
+]
+
+
+def write_tiny_dataset(path: Path) -> Path:
+    """A jsonl file in psens's own columns (question, options, answer, id)."""
+    with open(path, "w") as f:
+        for qid, q, opts, ans in QUESTIONS:
+            f.write(json.dumps({"id": qid, "question": q, "options": opts, "answer": ans}) + "\n")
+    return path
+
+
+def tiny_llama(tok, *, hidden: int = 32, layers: int = 2, seed: int = 0, **config):
+    """A random-weight Llama for tokenizer ``tok`` (a few MB, builds in well under 1 s)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    settings = {
+        "vocab_size": len(tok),
+        "hidden_size": hidden,
+        "intermediate_size": 2 * hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": 4 if hidden % 4 == 0 else 2,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 512,
+        "initializer_range": 0.3,
+    }
+    cfg = LlamaConfig(**{**settings, **config})
+    return LlamaForCausalLM(cfg).eval()
+
+
+def write_tiny_model(folder: Path, seed: int = 0) -> Path:
+    """A 2-layer Llama (hidden 32) with a byte-level BPE tokenizer, via save_pretrained."""
+    from tokenizers import Tokenizer, decoders, pre_tokenizers, trainers
+    from tokenizers import models as tmodels
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    tk = Tokenizer(tmodels.BPE())
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    corpus = [f"Question: {q} Answers: A. {o[0]} B. {o[1]} C. {o[2]}" for _, q, o, _ in QUESTIONS]
+    tk.train_from_iterator(corpus * 3, trainer)
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=tk,
+        unk_token="<|endoftext|>",
+        pad_token="<|im_end|>",
+        eos_token="<|im_end|>",
+    )
+    model = tiny_llama(tok, seed=seed, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+# ------------------------------------------------------------------ tokenizer and items
+SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+
+EGG = Item(
+    "egg",
+    "Which one of these animals does NOT lay eggs?",
+    (("A", "chickens"), ("B", "dogs"), ("C", "frogs"), ("D", "turtles")),
+    "B",
+)
+LONG = Item(
+    "long",
+    "Juan and LaKeisha roll a few objects down a ramp. Which object rolls the farthest?",
+    (("A", "a ball"), ("B", "a heavy box"), ("C", "a brick"), ("D", "a round book")),
+    "A",
+)
+OPEN = Item("open", "Name two bald characters from The X-Files.", context="Walter Skinner")
+
+
+def bpe_tokenizer(specials=SPECIALS, vocab_size=400, unk=None, pad=None, model="bpe"):
+    from tokenizers import Tokenizer, decoders, pre_tokenizers, trainers
+    from tokenizers import models as tmodels
+    from transformers import PreTrainedTokenizerFast
+
+    corpus = []
+    for it in (EGG, LONG, *prompts.PAPER_SHOTS):
+        for name in ("ips1", "ips2", "ips3", "ips4", "ips5"):
+            corpus.append(prompts.render(it, name) + " " + it.answer)
+    corpus.append(prompts.render(OPEN, "open"))
+    if model == "bpe":
+        tk = Tokenizer(tmodels.BPE())
+        tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tk.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=list(specials),
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        )
+    else:  # word-level with an unknown token
+        tk = Tokenizer(tmodels.WordLevel(unk_token="[UNK]"))
+        tk.pre_tokenizer = pre_tokenizers.Whitespace()
+        trainer = trainers.WordLevelTrainer(special_tokens=list(specials))
+    tk.train_from_iterator(corpus * 3, trainer)
+    kw = {}
+    if unk:
+        kw["unk_token"] = unk
+    if pad:
+        kw["pad_token"] = pad
+    return PreTrainedTokenizerFast(tokenizer_object=tk, **kw)
