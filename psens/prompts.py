@@ -623,7 +623,7 @@ def variables(
     """The input variables of ``item`` (words of its question and options).
 
     Chosen from the item alone, so they are identical for every template and model
-    (DESIGN "Model layer"; paper E.5 and K.2):
+    (IPS paper, appendices E.5 and K.2):
 
     1. segment question and options into words (punctuation is never a variable);
     2. if there are at most ``n_max`` words, keep them all (short MCQ items, as in

@@ -1,4 +1,4 @@
-"""Benchmark: DBSA permutation test, psens vs the published approach (issue 8).
+"""Benchmark: DBSA permutation test, psens vs the published approach.
 
 The published code (paper appendix B.5) shuffles the pooled embeddings and recomputes all
 pairwise distances (three ``cdist`` calls) for every permutation. psens computes the pooled

@@ -12,7 +12,7 @@ and ``gamma`` is chosen to make the interactions sparse,
     I_{and} = M v_{and}, \; I_{or} = L_{or} v_{or}
 
 (eq. 12). ``q`` is an optional bounded noise term, :math:`|q_T| \le` ``qthres`` :math:`\cdot
-|v(N) - v(\emptyset)|`, used by the interaction group's public code; the seed paper uses
+|v(N) - v(\emptyset)|`, used by the interaction group's public code; the IPS paper uses
 ``gamma`` only (``qthres = 0``, the default). Universal matching holds for ``v + q``.
 
 Two methods:
@@ -45,7 +45,7 @@ Method = Literal["sgd", "exact"]
 class SolverSettings:
     """How an AND-OR decomposition is computed; copied verbatim into a run's attrs.
 
-    Defaults follow the interaction group's public code (``docs/peers.md``): momentum 0.9,
+    Defaults follow the interaction group's public code (sjtu-xai-lab/interaction-concept): momentum 0.9,
     ``lr`` log-decayed to ``lr/10``, 20 000 steps (they use 10k–50k), ``qthres = 0`` (their
     code uses 0.02–0.04 when the noise term is on).
 

@@ -4,7 +4,7 @@ All functions take raw AND/OR interactions with the template axis second to last
 ``I[..., template, 2**n]`` (NaN on subsets beyond a sample's own ``n``), or a run
 Dataset with named dims (``template``, ``subset``), and return per-sample values.
 
-Conventions (``DESIGN.md``):
+Conventions (the README's "Conventions" section):
 
 * Normalisation (§3.2), per game over all AND and OR interactions with :math:`S\neq\emptyset`:
   :math:`\tilde I = \mathrm{sgn}(I)\,(|I| - \min)/(\max - \min)`; the empty set is the bias,
@@ -190,7 +190,7 @@ def _paired(I_and, I_or, tau: float, order: Order | None, where: str):
 def nanmean(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """Mean along ``axis`` skipping NaN; NaN (no warning) where nothing is left.
 
-    The one way psens averages over pairs, samples or models (DESIGN "empty cases").
+    The one way psens averages over pairs, samples or models (empty cases are skipped).
     """
     x = np.asarray(x, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):

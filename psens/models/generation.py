@@ -1,6 +1,6 @@
 """Local text generation with a model-layer :class:`~psens.models.Scorer` (PSS and EAS).
 
-ProSA (seed ``001`` §2.3) and EAS (seed ``002``, "Step 2: generation") score a model's *free
+ProSA (Zhuo et al., 2024, §2.3) and EAS (Muthukumarana et al., "Step 2: generation") score a model's *free
 text* responses to every prompt variant, and EAS grades them again with an LLM judge
 ("Step 3: LLM-as-judge"). :class:`LocalGenerator` runs both steps on a local causal LM
 (e.g. the offline SmolLM2 of :func:`psens.models.load`) with the call shapes of the HTTP

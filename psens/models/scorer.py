@@ -20,7 +20,7 @@ tokens of ``tokenizer(prompt)``; if the tokenizer merges across the boundary (th
 prompt's tokens are not a prefix), the first token of ``tokenizer(" B")`` without
 special tokens is used instead.
 
-Open-ended items (DESIGN "Model layer"; appendix K): the target is the model's own
+Open-ended items (IPS paper, appendix K): the target is the model's own
 greedy response to the unmasked prompt, its first ``m`` tokens (default 8), and v is
 the mean over those tokens of the per-token log-odds under teacher forcing
 (``open_reduce="sum"`` or ``"first"`` as options).
@@ -590,7 +590,7 @@ class Scorer:
         method: str = "trie",
         progress: bool | None = None,
     ) -> np.ndarray:
-        """v(x_T) for each bitmask T (IPS paper eq. 1 input; DESIGN "Model layer").
+        """v(x_T) for each bitmask T (the input of IPS paper eq. 1).
 
         Parameters
         ----------

@@ -1,4 +1,4 @@
-"""DBSA statistics: energy distance, permutation tests, alternative statistics (issue 8)."""
+"""DBSA statistics: energy distance, permutation tests, alternative statistics."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DBSA pipeline: tokens, neighbours, cached sampling, aggregation, outputs (issue 8)."""
+"""DBSA pipeline: tokens, neighbours, cached sampling, aggregation, outputs."""
 
 from __future__ import annotations
 
