@@ -13,6 +13,14 @@ the IPS paper reports (instruct/chat < base, larger < smaller, dense < MoE); few
 reduction comes from ``synthetic_run`` itself (instability / (1 + shot)). The numbers are
 illustrative only: they let every analysis run on real model names and pairings, nothing
 more.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+
+Synthetic runs are labelled synthetic: their numbers illustrate the method, never [1]'s findings.
 """
 
 from __future__ import annotations

@@ -24,6 +24,14 @@ and grouped. For speed the kernels
 
 Each element always receives the same arithmetic in the same order, so a game's
 result does not depend on the batch it was computed in.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+.. [2] Li, M., and Zhang, Q. "Defining and Quantifying AND-OR Interactions for Faithful and
+   Concise Explanation of DNNs." arXiv:2304.13312, 2023.
 """
 
 from __future__ import annotations

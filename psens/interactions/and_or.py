@@ -22,6 +22,14 @@ Two methods:
   fast transforms and their transposes (:math:`O(n 2^n)`), batched one thread per game.
 * ``"exact"`` — the optimum of the same convex problem (a linear program), see
   :mod:`psens.interactions.exact` for the algorithm and its stopping rule.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+.. [2] Li, M., and Zhang, Q. "Defining and Quantifying AND-OR Interactions for Faithful and
+   Concise Explanation of DNNs." arXiv:2304.13312, 2023.
 """
 
 from __future__ import annotations
@@ -45,9 +53,9 @@ Method = Literal["sgd", "exact"]
 class SolverSettings:
     """How an AND-OR decomposition is computed; copied verbatim into a run's attrs.
 
-    Defaults follow the interaction group's public code (sjtu-xai-lab/interaction-concept): momentum 0.9,
-    ``lr`` log-decayed to ``lr/10``, 20 000 steps (they use 10k–50k), ``qthres = 0`` (their
-    code uses 0.02–0.04 when the noise term is on).
+    Defaults follow the interaction group's public code (sjtu-xai-lab/interaction-concept):
+    momentum 0.9, ``lr`` log-decayed to ``lr/10``, 20 000 steps (they use 10k–50k),
+    ``qthres = 0`` (their code uses 0.02–0.04 when the noise term is on).
 
     Attributes
     ----------

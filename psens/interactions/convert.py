@@ -5,6 +5,12 @@
   (:func:`to_msb_order` / :func:`from_msb_order`).
 * shapiq: :class:`shapiq.InteractionValues` with ``index="Moebius"`` (optional dependency,
   ``pip install psens[interop]``).
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
 """
 
 from __future__ import annotations

@@ -13,6 +13,14 @@ The empty set's two interactions always sum to :math:`v(\emptyset)` and any spli
 0 and :math:`v(\emptyset)` is optimal; the returned gamma is shifted to ``gamma(∅) = 0``
 (:func:`canonical_gamma`), which splits it equally.
 
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+.. [2] Li, M., and Zhang, Q. "Defining and Quantifying AND-OR Interactions for Faithful and
+   Concise Explanation of DNNs." arXiv:2304.13312, 2023.
 """
 
 from __future__ import annotations

@@ -18,6 +18,14 @@ Every function returns a new array unless ``out=`` is given (``out`` may be the
 input itself for an in-place transform). float32 stays float32; any other real
 dtype becomes float64. A :class:`xarray.DataArray` with a ``subset`` dimension is
 accepted and returned labelled.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+.. [2] Li, M., and Zhang, Q. "Defining and Quantifying AND-OR Interactions for Faithful and
+   Concise Explanation of DNNs." arXiv:2304.13312, 2023.
 """
 
 from __future__ import annotations

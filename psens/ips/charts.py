@@ -4,6 +4,12 @@ Every function here is a value-to-value map with no display and no UI import: th
 widgets call them on each state change and hand the result to their one
 ``alt.JupyterChart``; notebooks and scripts can use them directly (``chart.save``).
 Model picks are a point selection named :data:`PICK` on the ``model`` field.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
 """
 
 from __future__ import annotations

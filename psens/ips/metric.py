@@ -17,6 +17,12 @@ Conventions (the README's "Conventions" section):
   high above, ``n`` the sample's own number of variables.
 * Empty cases: a pair with no salient interaction (in the requested order) is skipped; a sample
   with no such pair is NaN; :func:`aggregate` skips NaN and reports how many were skipped.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
 """
 
 from __future__ import annotations

@@ -5,6 +5,15 @@ slice of one, see :mod:`psens.store` for the schema) and returns a
 :class:`pandas.DataFrame` in long form, ready for one altair chart. The metrics come from
 :mod:`psens.ips`; this module only slices, loops over models (so a large run is never
 loaded whole) and labels.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+
+Tables for figs. 2 (sparsity), 3 (case study, classes), 4 (ranking, consistency) and
+9–11 (orders, factors by order) of [1].
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Local text generation with a model-layer :class:`~psens.models.Scorer` (PSS and EAS).
 
-ProSA (Zhuo et al., 2024, §2.3) and EAS (Muthukumarana et al., "Step 2: generation") score a model's *free
-text* responses to every prompt variant, and EAS grades them again with an LLM judge
+ProSA (Zhuo et al., 2024, §2.3) and EAS (Muthukumarana et al., "Step 2: generation") score
+a model's *free text* responses to every prompt variant, and EAS grades them again with an LLM judge
 ("Step 3: LLM-as-judge"). :class:`LocalGenerator` runs both steps on a local causal LM
 (e.g. the offline SmolLM2 of :func:`psens.models.load`) with the call shapes of the HTTP
 backend, so the same study code runs offline or against a server:

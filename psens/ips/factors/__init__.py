@@ -19,6 +19,12 @@ xarray objects); charts are in :mod:`psens.ips.factors.charts`.
 
 Uncertainty (:mod:`psens.factors.stats`): percentile bootstrap over samples for every
 IPS figure, and a seeded paired sign-flip permutation test for every A-vs-B difference.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
 """
 
 from psens.ips.factors import pairings

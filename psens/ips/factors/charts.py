@@ -3,6 +3,12 @@
 Every function takes the tidy tables of :mod:`psens.factors` (already reduced: one row per
 model, pair or group), returns an altair chart and never displays it. altair is imported
 inside the functions, so ``import psens`` needs no plotting library.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
 """
 
 from __future__ import annotations

@@ -20,6 +20,12 @@ count) plus groups to average over, and returns a :class:`FactorResult` of three
 Uncertainty methods are those of :mod:`psens.factors.stats` (percentile bootstrap over
 samples with one resample-count matrix per call; paired sign-flip permutation test; both
 seeded). A is the unit *with* the factor: instruct/chat, dense, the larger model, few-shot.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
 """
 
 from __future__ import annotations

@@ -9,6 +9,12 @@ The paper reports a negative correlation between IPS and consistency across mode
 :func:`consistency_correlation` gives Pearson r, Spearman ρ and Kendall τ with scipy's
 p-values and a percentile-bootstrap CI over samples (samples resampled jointly for all
 models, the correlation recomputed across models per resample).
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
 """
 
 from __future__ import annotations

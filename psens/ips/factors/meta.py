@@ -4,6 +4,14 @@ The run's ``model`` coordinate carries ``family, series, kind, arch, params,
 active_params`` (:mod:`psens.store`). A run made without them (empty strings / NaN) gets
 them from ``data/models.csv`` with :func:`attach_metadata`; groups of models are then
 selected by metadata with :func:`select_models`, never by hand.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+
+Model families, scales and architectures as listed in [1], appendix E.2.
 """
 
 from __future__ import annotations

@@ -7,6 +7,12 @@ tables work on any subset of the 50 models; pass your own pairs to compare other
 Roles follow the paper's relative change :math:`\\Delta IPS = (IPS_A - IPS_B)/IPS_B`
 (§4.3): ``A`` is the model *with* the factor (instruct/chat, dense, larger, few-shot) and
 ``B`` the one without (base, MoE, smaller, 0-shot).
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
 """
 
 from __future__ import annotations

@@ -12,6 +12,12 @@ when every template name is known; otherwise from the run's ``perturbation`` tem
 coordinate (each template's kind relative to template 1): a pair with the base template
 takes the other's kind, two templates of one single kind give that kind, one altering and
 one adding give ``adding+altering``, anything else is ``unknown``.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
 """
 
 from __future__ import annotations

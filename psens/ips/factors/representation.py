@@ -5,6 +5,12 @@ and L2 distance (``hidden_l2``) of the final-layer hidden states of the two prom
 Per model these are averaged over pairs then samples (bootstrap CI over samples); the
 paper compares them with IPS for the instruct/chat vs base pairs (table 6) and finds them
 inconsistent (they disagree with each other and with IPS in direction).
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
 """
 
 from __future__ import annotations

@@ -18,6 +18,14 @@ Methods (stated once here, referred to by every comparison):
 
 Agreement of model rankings (appendix F.8, table 2): Spearman ρ (Pearson r of average
 ranks), Pearson r, Kendall τ-b (from sign matrices), RMSE of ranks and top-k overlap.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+
+The bootstrap CIs and paired tests are psens's addition: [1] reports point estimates.
 """
 
 from __future__ import annotations

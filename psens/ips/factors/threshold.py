@@ -8,6 +8,12 @@ r"""Robustness of IPS to the salience threshold τ (IPS paper §4.1, appendix F.
 The paper reports table 2 as averages "across all 16 thresholds" without saying over which
 pairs of thresholds; psens averages over all unordered pairs of thresholds by default and
 offers ``reference=0.1`` to compare every threshold with one reference instead.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
 """
 
 from __future__ import annotations
