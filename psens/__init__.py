@@ -14,9 +14,8 @@ import them lazily and name the extra to install when it is missing.
 import importlib as _importlib
 import sys as _sys
 
-__version__ = "0.1.0"
-
 from psens import datasets, interactions, ips, models, prompts
+from psens._version import __version__
 from psens.config import RunConfig, load_config
 from psens.interactions import (
     SolverSettings,

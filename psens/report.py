@@ -27,10 +27,11 @@ def _done(ds):
 def report_chart(ds):
     """One altair chart with the three panels of the report (built from :mod:`psens.ips.tables`
     and :mod:`psens.ips.charts`, as the widgets are)."""
-    import altair as alt
-
+    from psens._charts import altair
     from psens.ips import charts as plots_ips
     from psens.ips import tables
+
+    alt = altair()
 
     ds = _done(ds).load()
     if "shot" in ds.dims:

@@ -333,7 +333,8 @@ def _model_meta(models: Sequence[str]) -> dict[str, list]:
 
 
 def _open_or_create(plan: Plan, overwrite: bool):
-    from psens import __version__, prompts
+    from psens import prompts
+    from psens._version import __version__
     from psens.interactions import SolverSettings
 
     cfg = plan.cfg

@@ -56,3 +56,75 @@ def test_every_subpackage_is_packaged():
         ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "psens").rglob("__init__.py")
     }
     assert found == listed
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """Module-level (import-time) imports between psens modules, as dotted names."""
+    import ast
+
+    files = {}
+    for base, pkg in ((ROOT / "psens", "psens"), (ROOT / "widgets", "psens.widgets")):
+        for path in base.rglob("*.py"):
+            parts = list(path.relative_to(base).with_suffix("").parts)
+            is_pkg = parts[-1] == "__init__"
+            if is_pkg:
+                parts = parts[:-1]
+            files[".".join([pkg, *parts])] = (path, is_pkg)
+    graph: dict[str, set[str]] = {}
+    for name, (path, is_pkg) in files.items():
+        here = name if is_pkg else name.rpartition(".")[0]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text())):  # lazy imports count too
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                mod = node.module or ""
+                if node.level:
+                    up = here.split(".")[: len(here.split(".")) - node.level + 1]
+                    mod = ".".join([*up, mod] if mod else up)
+                targets = [
+                    f"{mod}.{a.name}" if f"{mod}.{a.name}" in files else mod for a in node.names
+                ]
+            else:
+                continue
+            edges |= {t for t in targets if t in files and t != name}
+        graph[name] = edges
+    return graph
+
+
+def test_no_import_cycle_between_modules():
+    graph = _module_imports()
+    assert graph["psens.config"] and "psens.runner" not in graph["psens.config"]
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(node, stack):
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join([*stack[stack.index(nxt) :], nxt]))
+            elif nxt not in state:
+                visit(nxt, [*stack, nxt])
+        state[node] = 2
+
+    for start in sorted(graph):
+        if start not in state:
+            visit(start, [start])
+    # a package's __init__ re-exporting its submodules is not a cycle unless a submodule
+    # imports the package back at import time
+    assert cycles == []
+
+
+def test_widgets_import_no_private_psens_names():
+    import ast
+
+    offenders = []
+    for path in (ROOT / "widgets").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("psens"):
+                parts = (node.module or "").split(".")
+                names = [a.name for a in node.names]
+                if any(p.startswith("_") and p not in ("_charts", "_validation") for p in parts):
+                    offenders.append(f"{path.name}: {node.module}")
+                offenders += [f"{path.name}: {n}" for n in names if n.startswith("_")]
+    assert offenders == []
