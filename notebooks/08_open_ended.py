@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 08 · Open-ended items and variable selection (appendix K, L)
 #
-# Open-ended instructions (Dolly-15k) are much longer than MCQ items, and the cost of interactions grows as $2^n$. The paper keeps $n$ small by (1) treating stop words, punctuation and the instruction template as fixed background and (2) merging phrases into single variables (K.2). With no answer letter, psens scores the model's own greedy response to the unmasked prompt (mean per-token log-odds of its first tokens under teacher forcing; DESIGN.md, a documented choice: the paper does not say).
+# Open-ended instructions (Dolly-15k) are much longer than MCQ items, and the cost of interactions grows as $2^n$. The paper keeps $n$ small by (1) treating stop words, punctuation and the instruction template as fixed background and (2) merging phrases into single variables (K.2). With no answer letter, psens scores the model's own greedy response to the unmasked prompt (mean per-token log-odds of its first tokens under teacher forcing; a documented choice of psens, see `psens.models.scorer`: the paper does not say).
 #
 # **The paper reports** (fig. 45–51; fig. 52–58 with paraphrased and reordered instructions) the same conclusions as for MCQ: instruct/chat below base, larger below smaller, dense below MoE, few-shot below 0-shot, and low-order interactions the least sensitive.
 #

@@ -2,7 +2,7 @@
 
 Everything here is data plus one renderer, :func:`render_variant`.
 
-EAS (seed ``002``, "Methodology Overview"): three binary factors — role framing, format
+EAS (Muthukumarana et al., "Methodology Overview"): three binary factors — role framing, format
 directive, answer prefix — give 8 templates with ids ``T{role}{fmt}{prefix}`` (``T000`` …
 ``T111``). Layout (as in the published prompts)::
 
@@ -15,7 +15,8 @@ The format directive names the item's own option labels: "(A, B, or C)" for thre
 "(A, B, C, D, or E)" for five, "the number of the correct option (1, 2, 3, or 4)" for ARC items
 with numeric labels.
 
-ProSA (seed ``001`` §3.1): 12 variants in four styles of three — simple inputs (``P01``–``P03``),
+ProSA (Zhuo et al., 2024, §3.1): 12 variants in four styles of three — simple inputs
+(``P01``–``P03``),
 role player (``P04``–``P06``), emotional support (``P07``–``P09``), output requirement
 (``P10``–``P12``) — for multiple choice (CommonsenseQA, ARC-Challenge), MATH and HumanEval-style
 items. Written for this project; every mention of the options is generated from the item's
@@ -25,6 +26,16 @@ labels, so five-option CommonsenseQA items say "A, B, C, D or E" (ProSA's publis
 Few-shot (ProSA §3.4, app. F): ``shots`` is one fixed list of solved examples and a ``k``-shot
 prompt uses its first ``k``, so the settings k ∈ {0, 1, 3, 5, 7} share examples. The
 instruction comes once, then the examples (body + "Answer: <answer>"), then the target item.
+
+References
+----------
+.. [1] Zhuo, J., Zhang, S., Fang, X., Duan, H., Lin, D., and Chen, K. "ProSA: Assessing and
+   Understanding the Prompt Sensitivity of LLMs." Findings of the Association for
+   Computational Linguistics: EMNLP 2024, pp. 1950–1976. arXiv:2410.12405.
+.. [2] Muthukumarana, S., Wijenayake, B., Godaliyadda, R., and Ekanayake, P. "Prompt Sensitivity
+   or Evaluation Artifact? A Task-Aware Analysis for Large Language Models." The authors'
+   code and experimental artifacts (GitHub: sayumimuthu/llm-prompt-sensitivity-evaluation-
+   artifact); no arXiv version has been published.
 """
 
 from __future__ import annotations

@@ -53,6 +53,11 @@ def write_ipynb(nb, path: Path) -> None:
 
 
 def write_py(nb, path: Path) -> None:
+    """``nb`` as py:percent text without a metadata header (cell tags kept)."""
+    nb = nbformat.from_dict(nb)
+    nb.metadata = {
+        "jupytext": {"notebook_metadata_filter": "-all", "cell_metadata_filter": "tags,-all"}
+    }
     jupytext.write(nb, path, fmt="py:percent")
 
 
@@ -83,6 +88,12 @@ def check(folder: Path) -> list[str]:
 def sync(folder: Path) -> None:
     """Rewrite the older file of every pair from the newer one (a lone file makes its pair)."""
     for py, ipynb in pairs(folder):
+        if py.exists() and ipynb.exists():
+            nb = nbformat.read(ipynb, as_version=4)
+            if cells(read_py(py)) == cells(nb):
+                if any(c.get("outputs") or c.get("execution_count") for c in nb.cells):
+                    write_ipynb(nb, ipynb)  # same cells: only strip the outputs
+                continue
         if py.exists() and (not ipynb.exists() or py.stat().st_mtime >= ipynb.stat().st_mtime):
             write_ipynb(read_py(py), ipynb)
             print(f"{py.name} -> {ipynb.name}")

@@ -60,6 +60,7 @@ def test_the_sync_check_fails_when_one_side_is_edited_alone(tmp_path, side):
     # sync repairs it, whichever side was edited (the newer file wins)
     subprocess.run([*SYNC, "sync", "--dir", str(tmp_path)], check=True, capture_output=True)
     assert subprocess.run(check, capture_output=True).returncode == 0
+    assert not (tmp_path / "01_x.py").read_text().startswith("# ---")  # no metadata header
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])

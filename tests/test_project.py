@@ -128,3 +128,47 @@ def test_widgets_import_no_private_psens_names():
                     offenders.append(f"{path.name}: {node.module}")
                 offenders += [f"{path.name}: {n}" for n in names if n.startswith("_")]
     assert offenders == []
+
+
+def test_the_names_users_type_keep_working():
+    import psens
+    import psens.dbsa
+    import psens.eas
+    import psens.ips.factors
+    import psens.pss
+    from psens.factors import few_shot
+    from psens.factors.stats import paired_test
+
+    assert psens.factors is psens.ips.factors and few_shot is psens.ips.factors.few_shot
+    assert paired_test is psens.ips.factors.stats.paired_test
+    assert callable(psens.run) and callable(psens.open_run) and callable(psens.ips.ips)
+    assert callable(psens.pss.pss) and callable(psens.eas.instance_metrics)
+    assert callable(psens.dbsa.dbsa)
+
+
+def test_each_method_is_a_package_with_its_paper_cited():
+    for method in ("ips", "pss", "eas", "dbsa"):
+        init = ROOT / "psens" / method / "__init__.py"
+        assert init.exists(), method
+    sources = [
+        p
+        for m in ("ips", "pss", "eas", "dbsa", "interactions")
+        for p in (ROOT / "psens" / m).rglob("*.py")
+    ]
+    missing = [
+        str(p.relative_to(ROOT))
+        for p in sources
+        if "\nReferences\n----------\n" not in p.read_text()
+    ]
+    assert missing == []
+
+
+def test_nothing_refers_to_documents_outside_the_repository():
+    import re
+
+    pattern = re.compile(r"\.\./shared|DESIGN\.md|DESIGN \"|seed (paper|`)|\bseeds/|issue #?\d")
+    places = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]
+    for folder in ("psens", "widgets", "notebooks", "scripts", "tests"):
+        places += [p for p in (ROOT / folder).rglob("*.py")]
+    hits = [str(p.relative_to(ROOT)) for p in places if pattern.search(p.read_text())]
+    assert hits == []

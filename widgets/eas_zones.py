@@ -1,6 +1,6 @@
 """EASZones: the EAS zone explorer (SensH vs SensJ, four zones, one instance up close).
 
-EAS (seed ``002``) compares, per instance, the sensitivity a task heuristic reports (SensH,
+EAS (Muthukumarana et al.) compares, per instance, the sensitivity a task heuristic reports (SensH,
 the population std of the heuristic scores over the 8 templates) with the one an LLM judge
 reports (SensJ), and sorts instances into four zones by the pooled 75th percentiles of both
 ("Four-zone taxonomy"; "high" is strictly above): artifact (H high, J not: the heuristic's

@@ -1,6 +1,6 @@
 """PSSByVariant: ProSA's PromptSensiScore per model, per prompt variant, style or shot.
 
-ProSA (seed ``001``) scores an instance by the mean absolute score gap over the unordered
+ProSA (Zhuo et al., 2024) scores an instance by the mean absolute score gap over the unordered
 pairs of its prompt variants (§2.2 eq. 1) and a model by the mean over instances (eq. 2);
 binary correctness for objective tasks, graded judge scores for subjective ones (§4). The
 widget shows, for a selection of models:

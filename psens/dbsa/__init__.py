@@ -1,6 +1,7 @@
 """DBSA: distribution-based token sensitivity of black-box language models.
 
-Implements Distribution-Based Sensitivity Analysis (seed paper ``003``): every token of a
+Implements Distribution-Based Sensitivity Analysis (Rauba, Wei and van der Schaar, 2025): every
+token of a
 prompt is swapped with its nearest neighbours, the model is sampled ``n`` times on the
 original and ``m`` times on each perturbed prompt, responses are embedded, and the output
 distributions are compared with the energy distance and a permutation test.
@@ -15,6 +16,12 @@ Modules: :mod:`~psens.dbsa.tokens`, :mod:`~psens.dbsa.neighbours`,
 :mod:`~psens.dbsa.analysis`, :mod:`~psens.dbsa.highlight`, :mod:`~psens.dbsa.ablations`,
 :mod:`~psens.dbsa.plots` (altair, imported lazily). Nothing here imports torch,
 sentence-transformers or altair at import time.
+
+References
+----------
+.. [1] Rauba, P., Wei, Q., and van der Schaar, M. "Visualizing token importance for black-box
+   language models." Proceedings of the 28th International Conference on Artificial
+   Intelligence and Statistics (AISTATS), PMLR 258, 2025. arXiv:2512.11573.
 """
 
 from .analysis import analyse, collect, dbsa, resolve_neighbours, select_tokens, top_k

@@ -7,6 +7,14 @@ They return tidy :class:`pandas.DataFrame` objects; :mod:`psens.dbsa.plots` draw
 Rank correlation is Spearman's ρ between the per-token effect sizes ``E_w`` over the tokens
 that both results tested (ties get average ranks; ρ is NaN when either side is constant or
 fewer than 3 tokens are shared).
+
+References
+----------
+.. [1] Rauba, P., Wei, Q., and van der Schaar, M. "Visualizing token importance for black-box
+   language models." Proceedings of the 28th International Conference on Artificial
+   Intelligence and Statistics (AISTATS), PMLR 258, 2025. arXiv:2512.11573.
+
+Ablations of §6.3–6.5 and appendix C (similarity functions, statistics, sample sizes, neighbours).
 """
 
 from __future__ import annotations

@@ -57,6 +57,16 @@ Decisions (the paper is silent or inconsistent)
   original sample. It is the default ``p_value``.
 * **Seeds.** Pair ``(i, w')`` is tested with permutations seeded by ``(seed, i, w')`` and the
   combined test by ``(seed, w)``, so results do not depend on which other tokens are tested.
+
+References
+----------
+.. [1] Rauba, P., Wei, Q., and van der Schaar, M. "Visualizing token importance for black-box
+   language models." Proceedings of the 28th International Conference on Artificial
+   Intelligence and Statistics (AISTATS), PMLR 258, 2025. arXiv:2512.11573.
+
+Algorithm 1 (appendix D.1): per token and neighbour, the energy distance between the answer
+embeddings (§4) and its permutation p-value (appendix B.5); averaged over neighbours and
+positions.
 """
 
 from __future__ import annotations

@@ -54,6 +54,15 @@ splits them as ``combined[:n1], combined[n2:]`` (wrong sizes whenever ``n1 != n2
 permutation here reassigns *responses* to groups and recomputes ``P0`` and ``P1`` from ``D``,
 which respects the dependence between pairs that share a response. For two plain 1-D samples,
 :func:`permutation_test_1d` is the corrected version of the B.6 snippet itself.
+
+References
+----------
+.. [1] Rauba, P., Wei, Q., and van der Schaar, M. "Visualizing token importance for black-box
+   language models." Proceedings of the 28th International Conference on Artificial
+   Intelligence and Statistics (AISTATS), PMLR 258, 2025. arXiv:2512.11573.
+
+Energy distance E = 2A − B − C (§4; algorithm 1 lines 10–18), the permutation test (appendix
+B.5) and the alternative statistics (mean difference, EMD; appendix B.6).
 """
 
 from __future__ import annotations

@@ -7,6 +7,12 @@ any sentence-transformers model name or path, an already loaded ``SentenceTransf
 callable ``texts -> (len(texts), d) array`` (e.g. an HTTP embedding client) can replace it.
 
 sentence-transformers and torch are imported only when a model is loaded.
+
+References
+----------
+.. [1] Rauba, P., Wei, Q., and van der Schaar, M. "Visualizing token importance for black-box
+   language models." Proceedings of the 28th International Conference on Artificial
+   Intelligence and Statistics (AISTATS), PMLR 258, 2025. arXiv:2512.11573.
 """
 
 from __future__ import annotations

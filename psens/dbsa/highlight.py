@@ -10,6 +10,14 @@ and its p-value.
 
 For a README (GitHub strips inline styles) :func:`highlight_markdown` marks the top tokens
 in bold and writes each tested token's score as a superscript.
+
+References
+----------
+.. [1] Rauba, P., Wei, Q., and van der Schaar, M. "Visualizing token importance for black-box
+   language models." Proceedings of the 28th International Conference on Artificial
+   Intelligence and Statistics (AISTATS), PMLR 258, 2025. arXiv:2512.11573.
+
+Token shading as in the paper's tables 1–2.
 """
 
 from __future__ import annotations

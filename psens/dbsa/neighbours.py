@@ -19,6 +19,15 @@ entries per token, matched to the token's capitalisation:
 
 Numbers and punctuation get rule-based neighbours (:func:`number_neighbours`,
 :data:`PUNCTUATION_NEIGHBOURS` from appendix E.2) unless the dictionary lists them.
+
+References
+----------
+.. [1] Rauba, P., Wei, Q., and van der Schaar, M. "Visualizing token importance for black-box
+   language models." Proceedings of the 28th International Conference on Artificial
+   Intelligence and Statistics (AISTATS), PMLR 258, 2025. arXiv:2512.11573.
+
+Nearest-neighbour token substitution N_k(t_i) of §3.1 (the paper uses GPT-4 synonyms and Ada
+embeddings, appendix D.3).
 """
 
 from __future__ import annotations

@@ -3,6 +3,12 @@
 Every function takes the tidy DataFrames of :mod:`psens.dbsa.ablations` (or
 :func:`~psens.dbsa.analysis.top_k`) and returns an :class:`altair.Chart` without displaying
 it. altair is imported inside the functions, so ``import psens.dbsa`` does not need it.
+
+References
+----------
+.. [1] Rauba, P., Wei, Q., and van der Schaar, M. "Visualizing token importance for black-box
+   language models." Proceedings of the 28th International Conference on Artificial
+   Intelligence and Statistics (AISTATS), PMLR 258, 2025. arXiv:2512.11573.
 """
 
 from __future__ import annotations

@@ -5,6 +5,12 @@ for every permutation it re-forms the two groups of embeddings and recomputes al
 distances with ``scipy.spatial.distance.cdist``. Unlike the published code it is seeded (it
 takes the same permutation rows as the fast test, so both can be compared exactly) and uses
 the +1 correction, so the two must agree to rounding.
+
+References
+----------
+.. [1] Rauba, P., Wei, Q., and van der Schaar, M. "Visualizing token importance for black-box
+   language models." Proceedings of the 28th International Conference on Artificial
+   Intelligence and Statistics (AISTATS), PMLR 258, 2025. arXiv:2512.11573.
 """
 
 from __future__ import annotations

@@ -23,6 +23,14 @@ the perturbed prompts are sampled independently (the permutation test assumes in
 groups; common random numbers would couple them).
 
 Defaults follow appendix D.3: temperature 1, at most 256 new tokens.
+
+References
+----------
+.. [1] Rauba, P., Wei, Q., and van der Schaar, M. "Visualizing token importance for black-box
+   language models." Proceedings of the 28th International Conference on Artificial
+   Intelligence and Statistics (AISTATS), PMLR 258, 2025. arXiv:2512.11573.
+
+Monte Carlo samples Ŝ(x) of §3.1 (temperature 1, max length 256 by default, appendix D.3).
 """
 
 from __future__ import annotations

@@ -6,6 +6,12 @@ all their positions (algorithm 1, lines 1 and 3). We keep the same three classes
 and additionally record each token's character span, so that a perturbed prompt
 replaces exactly one span of the *original* text (whitespace and layout are kept)
 instead of re-joining the tokens with spaces as the published code does.
+
+References
+----------
+.. [1] Rauba, P., Wei, Q., and van der Schaar, M. "Visualizing token importance for black-box
+   language models." Proceedings of the 28th International Conference on Artificial
+   Intelligence and Statistics (AISTATS), PMLR 258, 2025. arXiv:2512.11573.
 """
 
 from __future__ import annotations

@@ -7,6 +7,13 @@
   ``compat="eas"`` mode that reproduces the published scorers;
 * :mod:`psens.eas.charts` — the published figures (altair);
 * the 8 templates (``T000``–``T111``) are rendered by :func:`psens.variants.render_variant`.
+
+References
+----------
+.. [1] Muthukumarana, S., Wijenayake, B., Godaliyadda, R., and Ekanayake, P. "Prompt Sensitivity
+   or Evaluation Artifact? A Task-Aware Analysis for Large Language Models." The authors'
+   code and experimental artifacts (GitHub: sayumimuthu/llm-prompt-sensitivity-evaluation-
+   artifact); no arXiv version has been published.
 """
 
 from psens.eas.metric import (

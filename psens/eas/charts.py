@@ -4,9 +4,16 @@ Every function returns an altair chart object (``alt.Chart`` or a layer of chart
 top-level data table) and never displays it. altair is imported inside the functions, so
 ``psens`` imports without the ``widgets`` extra.
 
-The EAS figures follow the published set (seed ``002``, "Step 5"): zone counts (fig. 1),
+The EAS figures follow the published set (the EAS repository's "Step 5"): zone counts (fig. 1),
 SensH vs SensJ scatter with the zone thresholds (fig. 2), factor effects (fig. 3), EAS by task
 with bootstrap CIs (fig. 4/5) and signed EAS (fig. 6).
+
+References
+----------
+.. [1] Muthukumarana, S., Wijenayake, B., Godaliyadda, R., and Ekanayake, P. "Prompt Sensitivity
+   or Evaluation Artifact? A Task-Aware Analysis for Large Language Models." The authors'
+   code and experimental artifacts (GitHub: sayumimuthu/llm-prompt-sensitivity-evaluation-
+   artifact); no arXiv version has been published.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Evaluation-attributable sensitivity (EAS): heuristic vs judge sensitivity.
 
-The EAS study (seed ``002``) renders every item with the 2^3 factorial templates (role framing
+The EAS study (Muthukumarana et al.) renders every item with the 2^3 factorial templates (role
+framing
 × format directive × answer prefix, ids ``T{role}{fmt}{prefix}``), scores each response with a
 task heuristic ``h_{i,t}`` and with an LLM judge ``j_{i,t}``, and compares the two sensitivity
 estimates per instance::
@@ -15,7 +16,7 @@ datasets and models): artifact = H high & J not, underdetected = J high & H not,
 both, stable = neither.
 
 ``compat="eas"`` reproduces the published ``study/metrics.py`` (rules in
-``shared/reference/README.md``): published scorers (:mod:`psens.eas.scoring`), std 0.0 for a
+``data/reference/README.md``): published scorers (:mod:`psens.eas.scoring`), std 0.0 for a
 single template, factor effect 0.0 when a side is empty, missing values counted as published,
 dataset stds with ddof=1, and bootstrap CIs drawn with a fresh ``numpy.random.default_rng(42)``
 per (group, metric) and 1000 sequential ``rng.choice`` resamples of the mean.
@@ -26,6 +27,16 @@ is excluded, not scored (Sens is NaN with fewer than 2 valid templates, a factor
 when one side has no valid template, the zone of an instance with a NaN Sens is missing);
 bootstrap resamples are drawn in one vectorised call per (group, metric) from
 ``default_rng(seed)`` over the non-NaN values.
+
+References
+----------
+.. [1] Muthukumarana, S., Wijenayake, B., Godaliyadda, R., and Ekanayake, P. "Prompt Sensitivity
+   or Evaluation Artifact? A Task-Aware Analysis for Large Language Models." The authors'
+   code and experimental artifacts (GitHub: sayumimuthu/llm-prompt-sensitivity-evaluation-
+   artifact); no arXiv version has been published.
+
+Formulas and rules from the repository's README ("Metrics", "Four-zone taxonomy",
+"Structural-factor analysis") and ``study/metrics.py``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Three task-aware heuristics turn a model's free-text response into a score in [0
 
 The default scorers are written to be correct. ``compat="eas"`` reproduces the scorers of the
 published EAS code (``study/metrics.py`` of the EAS repository, see
-``shared/reference/README.md``) exactly, bugs included, so that its published per-instance
+``data/reference/README.md``) exactly, bugs included, so that its published per-instance
 numbers can be matched:
 
 * MCQ: the response is upper-cased and the first single capital letter at a word boundary that
@@ -21,6 +21,13 @@ numbers can be matched:
 
 A missing response (``None``/NaN: a failed model call) scores NaN by default, so that it is
 never counted as a wrong answer; in compat mode it scores as the empty string, as published.
+
+References
+----------
+.. [1] Muthukumarana, S., Wijenayake, B., Godaliyadda, R., and Ekanayake, P. "Prompt Sensitivity
+   or Evaluation Artifact? A Task-Aware Analysis for Large Language Models." The authors'
+   code and experimental artifacts (GitHub: sayumimuthu/llm-prompt-sensitivity-evaluation-
+   artifact); no arXiv version has been published.
 """
 
 from __future__ import annotations

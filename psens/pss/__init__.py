@@ -5,6 +5,12 @@
   the published prompt versions of the subjective benchmarks (§4);
 * :mod:`psens.pss.charts` — PSS per model, per shot count and per variant (altair);
 * the 12 prompt variants (``P01``–``P12``) are rendered by :func:`psens.variants.render_variant`.
+
+References
+----------
+.. [1] Zhuo, J., Zhang, S., Fang, X., Duan, H., Lin, D., and Chen, K. "ProSA: Assessing and
+   Understanding the Prompt Sensitivity of LLMs." Findings of the Association for
+   Computational Linguistics: EMNLP 2024, pp. 1950–1976. arXiv:2410.12405.
 """
 
 from psens.pss.metric import (

@@ -1,6 +1,6 @@
 """ProSA's PromptSensiScore (PSS) and decoding confidence.
 
-ProSA (seed ``001``) scores an instance ``i`` by the mean absolute score gap over the
+ProSA (Zhuo et al., 2024) scores an instance ``i`` by the mean absolute score gap over the
 *unordered* pairs of its prompt variants ``P`` (§2.2 eq. 1), and a dataset by the mean over
 instances (eq. 2)::
 
@@ -22,6 +22,12 @@ Decoding confidence (§5.1 eq. 3): ``C = (1/|P|) Σ_p P(t_next | p)`` with ``P(t
 probability of the most likely next token. The paper does not say whether the maximum is over
 the full vocabulary or over the option tokens (§5.1); both are offered (``over="full"`` or
 ``over="options"``).
+
+References
+----------
+.. [1] Zhuo, J., Zhang, S., Fang, X., Duan, H., Lin, D., and Chen, K. "ProSA: Assessing and
+   Understanding the Prompt Sensitivity of LLMs." Findings of the Association for
+   Computational Linguistics: EMNLP 2024, pp. 1950–1976. arXiv:2410.12405.
 """
 
 from __future__ import annotations
@@ -317,7 +323,7 @@ def load_prosa_versions(folder: str | Path, benchmark: Literal["alpaca", "arena"
     """The published ProSA subjective prompt versions as a long table.
 
     Reads ``AlpacaEval_alpaca_eval_v{1,2,3}.json`` or ``Arena_Hard_Auto_question_v{1,2,3}
-    .jsonl`` from ``folder`` (see ``shared/reference/README.md``) into columns ``instance,
+    .jsonl`` from ``folder`` (see ``data/reference/README.md``) into columns ``instance,
     version, prompt, category``. Score each (instance, version) response with a judge, pivot
     to (instance × version) and pass it to :func:`pss` for subjective PSS (ProSA §4.2).
     """
