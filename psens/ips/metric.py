@@ -33,7 +33,6 @@ __all__ = [
     "CLASSES",
     "ORDERS",
     "ORDER_LEVELS",
-    "ORDER_TYPES",
     "aggregate",
     "check_taus",
     "class_shares",
@@ -54,8 +53,9 @@ __all__ = [
 
 Order = Literal["low", "mid", "high"]
 ORDERS: tuple[str, ...] = ("low", "mid", "high")
-#: IPS types: over all salient interactions, then by order band (§4.3)
-ORDER_TYPES: tuple[str, ...] = ("all", *ORDERS)
+#: ``"all"`` (every order, eq. 3) then the order bands of §4.3: the values of every ``order``
+#: dim and column
+ORDER_LEVELS: tuple[str, ...] = ("all", *ORDERS)
 CLASSES: tuple[str, ...] = ("opposite_sign", "same_sign_different_effect", "same_sign_similar")
 TEMPLATE_DIM, SUBSET_DIM = "template", "subset"
 
@@ -423,8 +423,6 @@ def topk_matching_error(v, I_and, I_or, fraction: float) -> np.ndarray:
 # The run is read one model and a block of samples at a time, so a lazily opened store is
 # never loaded whole.
 
-#: order bands of §4.3 plus ``"all"`` (every order, eq. 3)
-ORDER_LEVELS: tuple[str, ...] = ORDER_TYPES
 _CHUNK_ELEMENTS = 1 << 22  # values per array in one block (32 MiB of float64)
 
 
