@@ -73,7 +73,7 @@ pw.OrderIPS(ds, layout="by_order")
 # %% [markdown]
 # ## What the factors change (fig. 10)
 #
-# $\Delta IPS_{type} = (IPS^A_{type} - IPS^B_{type}) / IPS^B_{type}$ with A the models with the factor and B without. Negative: the factor lowers sensitivity. The paper averages over matched pairs (a base model and its instruct version; every dense and MoE model of one family); choose that with *pair on*.
+# $\Delta IPS_{order} = (IPS^A_{order} - IPS^B_{order}) / IPS^B_{order}$ with A the models with the factor and B without. Negative: the factor lowers sensitivity. The paper averages over matched pairs (a base model and its instruct version; every dense and MoE model of one family); choose that with *pair on*.
 #
 # **(a) instruction tuning:** A = chat/instruct, B = base.
 
@@ -108,7 +108,7 @@ for label, kwargs in [
     ("dense vs MoE", dict(by="arch", match="family")),
 ]:
     delta = pw.FactorCompare(ds, **kwargs).tables["delta"]
-    rows[label] = delta.set_index("type")["delta"]
+    rows[label] = delta.set_index("order")["rel_change"]
 if "shot" in ds.dims and ds.sizes["shot"] > 1:
-    rows["few-shot vs 0-shot"] = shots.tables["delta"].set_index("type")["delta"]
+    rows["few-shot vs 0-shot"] = shots.tables["delta"].set_index("order")["rel_change"]
 pd.DataFrame(rows).T.style.format("{:+.1%}")

@@ -30,6 +30,8 @@ import altair as alt
 import pandas as pd
 
 import psens.ips.factors as F
+from psens.ips import charts as ips_charts
+from psens.ips import tables
 from psens.ips.factors import charts as plots
 from psens.synthetic import TINY_MODELS
 
@@ -134,13 +136,34 @@ r4.chart()
 # %% [markdown]
 # ## The common mechanism: ΔIPS by order (§4.3, fig. 10)
 #
-# The same comparisons restricted to low- (|S| ≤ n/3), mid- and high-order interactions. The paper: all factors reduce the sensitivity of **low-order** interactions most, mid-order less, high-order hardly at all. Bars below zero mean the factor lowers the sensitivity of that band; whiskers are bootstrap CIs.
+# The same factors restricted to low- (|S| ≤ n/3), mid- and high-order interactions. The paper: all factors reduce the sensitivity of **low-order** interactions most, mid-order less, high-order hardly at all. Each chart compares two groups of models: on the left their IPS, on the right ΔIPS = (IPS_A − IPS_B)/IPS_B averaged over matched pairs (an instruct/chat model and the base model of the same series and size; every dense and MoE model of one family; each model at k shots and at 0 shots). Bars below zero mean the factor lowers the sensitivity of that band; whiskers are bootstrap 95 % CIs over samples. Notebook 04 has the same figure as a widget (`FactorCompare`).
 
 # %%
-alt.vconcat(r1.delta_chart(), r3.delta_chart(), r4.delta_chart())
+per_sample = tables.per_sample_ips(ds)
+meta = tables.model_meta(ds)
+fig10 = {
+    "instruct/chat vs base": dict(
+        by="kind", a=["chat", "instruct"], b=["base"], match="series+params"
+    ),
+    "dense vs MoE": dict(by="arch", a=["dense"], b=["moe"], match="family"),
+}
+if "shot" in ds.dims:
+    shots = [int(k) for k in ds["shot"].values]
+    fig10["few-shot vs 0-shot"] = dict(by="shot", a=[k for k in shots if k > 0], b=[0])
+fig10 = {
+    label: tables.factor_table(per_sample, meta, **kwargs, n_boot=N_BOOT)
+    for label, kwargs in fig10.items()
+}
+alt.vconcat(*[ips_charts.factor_chart(g, d, title=label) for label, (g, d) in fig10.items()])
 
 # %%
-F.order_deltas(r1)
+pd.concat({label: d.set_index("order") for label, (_, d) in fig10.items()}, names=["factor"])
+
+# %% [markdown]
+# The paired version for the paper's own pairings, with the permutation test: every comparison above has one `summary` row per group and order band.
+
+# %%
+r1.summary[r1.summary.order != "all"]
 
 # %% [markdown]
 # ## Any comparison you like

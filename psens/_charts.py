@@ -15,6 +15,8 @@ from psens._validation import fail
 
 __all__ = [
     "CLASS_COLORS",
+    "DIRECTION_COLORS",
+    "GROUP_COLORS",
     "IPS_AXIS",
     "ORDER_COLORS",
     "PICK",
@@ -34,6 +36,10 @@ CLASS_COLORS = {
     "same sign, different effect": "#ff9896",
     "same sign, similar effect": "#2ca02c",
 }
+#: Group A (with a factor) and group B (without it) of an A-vs-B comparison (fig. 10).
+GROUP_COLORS = ("#2ca02c", "#9467bd")
+#: Sign of a relative change ΔIPS: the factor reduces or increases sensitivity.
+DIRECTION_COLORS = {"reduces": "#1a9850", "increases": "#d73027"}
 #: Template T in blue, T-hat in red, as in the IPS paper's fig. 3a.
 TEMPLATE_COLORS = ("#1f77b4", "#d62728")
 #: EAS zones.

@@ -490,7 +490,7 @@ def summarize(ds, wall: float | None = None) -> str:
     consistency = tables.output_consistency(ds)
     lines = []
     for m, name in enumerate(ds["model"].values):
-        values = per_sample.isel(model=m).values[done[m]]  # [sample, type]
+        values = per_sample.isel(model=m).values[done[m]]  # [sample, order]
         means = [np.nanmean(col) if np.isfinite(col).any() else np.nan for col in values.T]
         parts = [f"{x:.3f}" if math.isfinite(x) else "n/a" for x in means]
         failed = int((ds["status"].values[m] == store.FAILED).sum())

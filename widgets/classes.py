@@ -11,7 +11,7 @@ import traitlets
 
 from psens._validation import fail
 from psens.ips.charts import classes_chart
-from psens.ips.tables import ORDER_TYPES, class_table
+from psens.ips.tables import ORDER_LEVELS, class_table
 
 from ._base import ChartWidget, check_run
 
@@ -51,7 +51,7 @@ class InteractionClasses(ChartWidget):
 
     models = traitlets.List(traitlets.Unicode())
     pair = traitlets.Int(None, allow_none=True)
-    order = traitlets.Enum(ORDER_TYPES, default_value="all")
+    order = traitlets.Enum(ORDER_LEVELS, default_value="all")
     shot = traitlets.Int(None, allow_none=True)
     _state = ("tau", "models", "pair", "order", "shot")
 
@@ -90,7 +90,7 @@ class InteractionClasses(ChartWidget):
             ),
             "tau": self._tau_control(),
             "order": ipywidgets.Dropdown(
-                options=list(ORDER_TYPES), value=self.order, description="order"
+                options=list(ORDER_LEVELS), value=self.order, description="order"
             ),
             "models": self._models_control(),
         }

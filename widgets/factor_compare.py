@@ -33,6 +33,7 @@ class FactorCompare(ChartWidget):
     with a field (e.g. ``"series+params"`` for base vs instruct of the same model, or
     ``"family"`` for dense vs MoE as in the paper) it is averaged over every A/B pair of
     models that agree on that field. Shot comparisons pair each model with itself.
+    Whiskers are bootstrap CIs over samples (:func:`psens.ips.tables.factor_table`).
 
     Parameters
     ----------
@@ -54,7 +55,7 @@ class FactorCompare(ChartWidget):
     >>> w = psens.widgets.FactorCompare(psens.synthetic.synthetic_run(n_samples=3), by="kind")
     >>> w.b
     ['base']
-    >>> list(w.tables["delta"]["type"])
+    >>> list(w.tables["delta"]["order"])
     ['all', 'low', 'mid', 'high']
     """
 
@@ -165,7 +166,7 @@ class FactorCompare(ChartWidget):
         self.refresh()
 
     def per_sample(self):
-        """Per-sample IPS ``(model, sample, [shot,] type)`` at the current τ (cached)."""
+        """Per-sample IPS ``(model, sample, [shot,] order)`` at the current τ (cached)."""
         key = round(float(self.tau), 6)
         if key not in self._cache:
             self._cache[key] = per_sample_ips(self.ds, self.tau)
@@ -190,8 +191,8 @@ class FactorCompare(ChartWidget):
         return factor_chart(tables["groups"], tables["delta"], title=title)
 
     def _summary(self, tables: dict[str, Any]) -> str:
-        d = tables["delta"].set_index("type")
-        parts = [f"{t} {d.loc[t, 'delta']:+.1%}" for t in d.index]
+        d = tables["delta"].set_index("order")
+        parts = [f"{o} {d.loc[o, 'rel_change']:+.1%}" for o in d.index]
         g = tables["groups"].drop_duplicates("group")
         sizes = " vs ".join(f"{n} model(s)" for n in g["n_models"])
         if self.match == "none" and self.by != "shot":

@@ -12,7 +12,7 @@ import traitlets
 from psens._validation import fail
 from psens.ips.charts import order_ips_chart
 from psens.ips.tables import (
-    ORDER_TYPES,
+    ORDER_LEVELS,
     model_meta,
     order_ips_table,
     per_sample_ips,
@@ -31,7 +31,8 @@ class OrderIPS(ChartWidget):
     Orders follow the paper (§4.3): low :math:`1\\le|S|\\le\\lfloor n/3\\rfloor`, mid up to
     :math:`\\lfloor 2n/3\\rfloor`, high above, with n the sample's own number of variables;
     ``all`` is the plain IPS. Each bar is the mean over samples, skipping samples with no
-    salient interaction of that order in any template pair (the tooltip says how many).
+    salient interaction of that order in any template pair (the tooltip says how many),
+    with a bootstrap CI over samples (:func:`psens.ips.tables.order_ips_table`).
 
     Parameters
     ----------
@@ -45,7 +46,8 @@ class OrderIPS(ChartWidget):
         Samples to average over: ``"all"`` or ``"<coord>=<value>"`` for a per-sample
         coordinate (``n_vars=5``, ``dataset=arc``, ...); see ``w.controls["subset"]``.
     types : list of str, default ["low", "mid", "high"]
-        Which of ``all, low, mid, high`` to draw.
+        Which orders of ``all, low, mid, high`` to draw (the ``order`` column of the table;
+        the argument keeps its name for existing notebooks).
     layout : {"grouped", "by_order"}
         ``grouped``: models on x, orders side by side (fig. 9); ``by_order``: one panel per
         order, models sorted by series and size (fig. 11).
@@ -57,7 +59,7 @@ class OrderIPS(ChartWidget):
     >>> import psens.synthetic, psens.widgets
     >>> w = psens.widgets.OrderIPS(psens.synthetic.synthetic_run(n_samples=3))
     >>> w.tau = 0.2  # the slider moves and the chart updates in place
-    >>> sorted(w.tables["ips"]["type"].unique())
+    >>> sorted(w.tables["ips"]["order"].unique())
     ['all', 'high', 'low', 'mid']
     """
 
@@ -83,9 +85,9 @@ class OrderIPS(ChartWidget):
 
     @traitlets.validate("types")
     def _valid_types(self, proposal):
-        bad = [t for t in proposal["value"] if t not in ORDER_TYPES]
+        bad = [t for t in proposal["value"] if t not in ORDER_LEVELS]
         if bad or not proposal["value"]:
-            fail("OrderIPS", f"types={proposal['value']!r}", f"Pick one or more of {ORDER_TYPES}")
+            fail("OrderIPS", f"types={proposal['value']!r}", f"Pick one or more of {ORDER_LEVELS}")
         return list(proposal["value"])
 
     @traitlets.validate("subset")
@@ -101,7 +103,7 @@ class OrderIPS(ChartWidget):
                 options=sample_subsets(self.ds), value=self.subset, description="samples"
             ),
             "types": ipywidgets.SelectMultiple(
-                options=list(ORDER_TYPES), value=tuple(self.types), rows=4, description="orders"
+                options=list(ORDER_LEVELS), value=tuple(self.types), rows=4, description="orders"
             ),
             "layout": ipywidgets.ToggleButtons(
                 options=[("fig. 9: grouped", "grouped"), ("fig. 11: by order", "by_order")],
@@ -115,7 +117,7 @@ class OrderIPS(ChartWidget):
         return out
 
     def per_sample(self):
-        """Per-sample IPS ``(model, sample, [shot,] type)`` at the current τ (cached)."""
+        """Per-sample IPS ``(model, sample, [shot,] order)`` at the current τ (cached)."""
         key = round(float(self.tau), 6)
         if key not in self._cache:
             self._cache[key] = per_sample_ips(self.ds, self.tau)
@@ -129,16 +131,16 @@ class OrderIPS(ChartWidget):
 
     def _chart(self, tables: dict[str, Any]) -> alt.TopLevelMixin:
         title = f"IPS by interaction order (τ = {self.tau:.2f}, samples: {self.subset})"
-        return order_ips_chart(tables["ips"], types=self.types, layout=self.layout, title=title)
+        return order_ips_chart(tables["ips"], orders=self.types, layout=self.layout, title=title)
 
     def _summary(self, tables: dict[str, Any]) -> str:
         t = tables["ips"]
         if t.empty:
             return "no model selected"
         parts = []
-        for kind in self.types:
-            rows = t[t["type"] == kind]
-            parts.append(f"{kind}: {rows['ips'].mean():.3f}")
+        for order in self.types:
+            rows = t[t["order"] == order]
+            parts.append(f"{order}: {rows['ips'].mean():.3f}")
         skipped = int(t["n_skipped"].sum())
         return (
             f"mean over models — {', '.join(parts)}; "

@@ -23,7 +23,6 @@ from psens.ips import factors, tables
 from psens.ips.metric import (
     CLASSES,
     ORDER_LEVELS,
-    ORDER_TYPES,
     ORDERS,
     aggregate,
     check_taus,
@@ -48,7 +47,6 @@ __all__ = [
     "CLASSES",
     "ORDERS",
     "ORDER_LEVELS",
-    "ORDER_TYPES",
     "aggregate",
     "check_taus",
     "class_shares",

@@ -18,8 +18,17 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from psens._charts import CLASS_COLORS, ORDER_COLORS, PICK, TEMPLATE_COLORS, altair
-from psens.ips.metric import CLASSES, ORDER_TYPES
+from psens._charts import (
+    CLASS_COLORS,
+    DIRECTION_COLORS,
+    GROUP_COLORS,
+    ORDER_COLORS,
+    PICK,
+    TEMPLATE_COLORS,
+    altair,
+    need_columns,
+)
+from psens.ips.metric import CLASSES, ORDER_LEVELS
 from psens.ips.tables import CLASS_LABELS
 
 alt = altair()
@@ -51,31 +60,47 @@ def _models_sorted(table: pd.DataFrame, by: Sequence[str]) -> list[str]:
     )
 
 
+def _ci_tooltip(lo: str, hi: str, title: str) -> alt.Tooltip:
+    return alt.Tooltip(f"{lo}:Q", format=".3f", title=f"{title} CI low"), alt.Tooltip(
+        f"{hi}:Q", format=".3f", title=f"{title} CI high"
+    )
+
+
 def order_ips_chart(
     table: pd.DataFrame,
     *,
-    types: Sequence[str] = ("low", "mid", "high"),
+    orders: Sequence[str] = ("low", "mid", "high"),
     layout: str = "grouped",
     title: str = "",
-) -> alt.Chart:
-    """IPS per model and interaction order (fig. 9, ``layout="grouped"``) or one panel per
-    order with models sorted by series and scale (fig. 11, ``layout="by_order"``).
+) -> alt.Chart | alt.LayerChart:
+    """IPS per model and interaction order with bootstrap CIs (fig. 9, ``layout="grouped"``),
+    or one panel per order with models sorted by series and scale (fig. 11,
+    ``layout="by_order"``).
 
-    ``table``: :func:`psens.ips.tables.order_ips_table`. Click a bar to pick a model.
+    ``table``: :func:`psens.ips.tables.order_ips_table`. Bars are the means over samples;
+    the whiskers (grouped layout) and the tooltip give the bootstrap CI. Click a bar to
+    pick a model (the :data:`PICK` selection).
     """
-    types = [t for t in ORDER_TYPES if t in types]
-    data = table[table["type"].isin(types)].copy()
-    ips_all = table[table["type"] == "all"].set_index("model")["ips"]
+    need_columns(
+        table,
+        ["model", "order", "ips", "ips_lo", "ips_hi", "n_used", "n_skipped"],
+        "order_ips_chart",
+    )
+    orders = [o for o in ORDER_LEVELS if o in orders]
+    data = table[table["order"].isin(orders)].copy()
+    ips_all = table[table["order"] == "all"].set_index("model")["ips"]
     data["ips_all"] = data["model"].map(ips_all)
     pick = _pick()
     tooltip = [
         alt.Tooltip("model:N"),
-        alt.Tooltip("type:N", title="order"),
+        alt.Tooltip("order:N"),
         alt.Tooltip("ips:Q", format=".3f", title="IPS"),
+        *_ci_tooltip("ips_lo", "ips_hi", "IPS"),
         alt.Tooltip("n_used:Q", title="samples used"),
         alt.Tooltip("n_skipped:Q", title="samples skipped (no salient S)"),
     ]
     y = alt.Y("ips:Q", title="IPS", scale=alt.Scale(domain=[0, 2]))
+    opacity = alt.condition(pick, alt.value(1.0), alt.value(0.3))
     if layout == "by_order":
         order = _models_sorted(data, ["series", "params", "model"])
         color = "series:N" if "series" in data else "model:N"
@@ -86,8 +111,8 @@ def order_ips_chart(
                 x=alt.X("model:N", sort=order, title=None, axis=alt.Axis(labelAngle=-45)),
                 y=y,
                 color=alt.Color(color),
-                opacity=alt.condition(pick, alt.value(1.0), alt.value(0.3)),
-                column=alt.Column("type:N", sort=types, title="order"),
+                opacity=opacity,
+                column=alt.Column("order:N", sort=orders, title="order"),
                 tooltip=tooltip,
             )
             .add_params(pick)
@@ -95,24 +120,34 @@ def order_ips_chart(
         )
         return base.properties(title=title) if title else base
     order = _models_sorted(data, ["ips_all", "model"])
-    chart = (
+    x = {
+        "x": alt.X("model:N", sort=order, title=None, axis=alt.Axis(labelAngle=-45)),
+        "xOffset": alt.XOffset("order:N", sort=orders),
+    }
+    bars = (
         alt.Chart(data)
         .mark_bar()
         .encode(
-            x=alt.X("model:N", sort=order, title=None, axis=alt.Axis(labelAngle=-45)),
-            xOffset=alt.XOffset("type:N", sort=types),
+            **x,
             y=y,
             color=alt.Color(
-                "type:N",
-                sort=types,
+                "order:N",
+                sort=orders,
                 title="order",
-                scale=alt.Scale(domain=types, range=[ORDER_COLORS[t] for t in types]),
+                scale=alt.Scale(domain=orders, range=[ORDER_COLORS[o] for o in orders]),
             ),
-            opacity=alt.condition(pick, alt.value(1.0), alt.value(0.3)),
+            opacity=opacity,
             tooltip=tooltip,
         )
         .add_params(pick)
-        .properties(width=alt.Step(max(8, 36 // max(len(types), 1))), height=260)
+    )
+    whiskers = (
+        alt.Chart(data)
+        .mark_rule(color="black")
+        .encode(**x, y="ips_lo:Q", y2="ips_hi:Q", opacity=opacity, tooltip=tooltip)
+    )
+    chart = alt.layer(bars, whiskers).properties(
+        width=alt.Step(max(8, 36 // max(len(orders), 1))), height=260
     )
     return chart.properties(title=title) if title else chart
 
@@ -226,59 +261,87 @@ def case_study_chart(
 
 
 def factor_chart(groups: pd.DataFrame, delta: pd.DataFrame, *, title: str = "") -> alt.HConcatChart:
-    """Two groups side by side, overall and per order, and the relative change ΔIPS
-    (fig. 10). Tables: :func:`psens.ips.tables.factor_table`."""
-    types = list(ORDER_TYPES)
+    """Two groups side by side, overall and per order, and the relative change ΔIPS, with
+    bootstrap CIs as whiskers (fig. 10).
+
+    Tables: :func:`psens.ips.tables.factor_table`.
+    """
+    need_columns(groups, ["group", "order", "ips", "ips_lo", "ips_hi", "n_models"], "factor_chart")
+    need_columns(delta, ["order", "rel_change", "rel_lo", "rel_hi", "n_pairs"], "factor_chart")
+    orders = list(ORDER_LEVELS)
     names = list(pd.unique(groups["group"]))
-    left = (
+    x_order = alt.X("order:N", sort=orders, title="interactions", axis=alt.Axis(labelAngle=0))
+    left_x = {"x": x_order, "xOffset": alt.XOffset("group:N", sort=names)}
+    group_tip = [
+        alt.Tooltip("group:N"),
+        alt.Tooltip("order:N"),
+        alt.Tooltip("ips:Q", format=".3f", title="IPS"),
+        *_ci_tooltip("ips_lo", "ips_hi", "IPS"),
+        alt.Tooltip("n_models:Q", title="models"),
+    ]
+    group_bars = (
         alt.Chart(groups)
         .mark_bar()
         .encode(
-            x=alt.X("type:N", sort=types, title="interactions", axis=alt.Axis(labelAngle=0)),
-            xOffset=alt.XOffset("group:N", sort=names),
+            **left_x,
             y=alt.Y("ips:Q", title="IPS", scale=alt.Scale(domain=[0, 2])),
             color=alt.Color(
                 "group:N",
                 sort=names,
-                scale=alt.Scale(range=["#2ca02c", "#9467bd"]),
+                scale=alt.Scale(range=list(GROUP_COLORS)),
                 legend=alt.Legend(orient="bottom", direction="vertical"),
             ),
-            tooltip=[
-                alt.Tooltip("group:N"),
-                alt.Tooltip("type:N"),
-                alt.Tooltip("ips:Q", format=".3f", title="IPS"),
-                alt.Tooltip("n_models:Q", title="models"),
-            ],
+            tooltip=group_tip,
         )
-        .properties(width=220, height=220, title="IPS of each group")
+    )
+    group_ci = (
+        alt.Chart(groups)
+        .mark_rule(color="black")
+        .encode(**left_x, y="ips_lo:Q", y2="ips_hi:Q", tooltip=group_tip)
+    )
+    left = alt.layer(group_bars, group_ci).properties(
+        width=220, height=220, title="IPS of each group"
     )
     d = delta.copy()
-    d["direction"] = d["delta"].map(lambda x: "reduces" if x < 0 else "increases")
+    d["direction"] = d["rel_change"].map(lambda x: "reduces" if x < 0 else "increases")
+    delta_tip = [
+        alt.Tooltip("order:N"),
+        alt.Tooltip("rel_change:Q", format="+.1%", title="ΔIPS"),
+        alt.Tooltip("rel_lo:Q", format="+.1%", title="ΔIPS CI low"),
+        alt.Tooltip("rel_hi:Q", format="+.1%", title="ΔIPS CI high"),
+        alt.Tooltip("n_pairs:Q", title="pairs averaged"),
+    ]
     bars = (
         alt.Chart(d)
         .mark_bar()
         .encode(
-            x=alt.X("type:N", sort=types, title="interactions", axis=alt.Axis(labelAngle=0)),
-            y=alt.Y("delta:Q", title="ΔIPS = (A − B) / B", axis=alt.Axis(format="%")),
+            x=x_order,
+            y=alt.Y("rel_change:Q", title="ΔIPS = (A − B) / B", axis=alt.Axis(format="%")),
             color=alt.Color(
                 "direction:N",
                 title="A vs B",
-                scale=alt.Scale(domain=["reduces", "increases"], range=["#1a9850", "#d73027"]),
+                scale=alt.Scale(
+                    domain=list(DIRECTION_COLORS), range=list(DIRECTION_COLORS.values())
+                ),
                 legend=alt.Legend(orient="bottom"),
             ),
-            tooltip=[
-                alt.Tooltip("type:N"),
-                alt.Tooltip("delta:Q", format="+.1%", title="ΔIPS"),
-                alt.Tooltip("n_pairs:Q", title="pairs averaged"),
-            ],
+            tooltip=delta_tip,
         )
     )
-    text = (
+    whiskers = (
         alt.Chart(d)
-        .mark_text(dy=-6)
-        .encode(x=alt.X("type:N", sort=types), y="delta:Q", text=alt.Text("delta:Q", format="+.1%"))
+        .mark_rule(color="black")
+        .encode(x=x_order, y="rel_lo:Q", y2="rel_hi:Q", tooltip=delta_tip)
     )
-    right = alt.layer(bars, text).properties(width=220, height=220, title="relative change")
+    text = (  # above the bar (or above the zero line for a negative bar), right of the whisker
+        alt.Chart(d)
+        .transform_calculate(label_y="max(datum.rel_change, 0)")
+        .mark_text(align="left", baseline="bottom", dx=3, dy=-3)
+        .encode(x=x_order, y="label_y:Q", text=alt.Text("rel_change:Q", format="+.1%"))
+    )
+    right = alt.layer(bars, whiskers, text).properties(
+        width=220, height=220, title="relative change"
+    )
     chart = alt.hconcat(left, right).resolve_scale(color="independent")
     return chart.properties(title=title) if title else chart
 
@@ -376,7 +439,7 @@ def ips_ranking_chart(table: pd.DataFrame, *, title: str = "") -> alt.Chart:
 
     ``table``: :func:`psens.ips.tables.order_ips_table` (the ``all`` rows are used).
     """
-    data = table[table["type"] == "all"]
+    data = table[table["order"] == "all"]
     order = data.sort_values(["ips", "model"])["model"].tolist()
     pick = _pick()
     color = "kind:N" if "kind" in data else "model:N"

@@ -39,7 +39,6 @@ __all__ = [
     "CLASSES",
     "ORDERS",
     "ORDER_LEVELS",
-    "ORDER_TYPES",
     "aggregate",
     "check_taus",
     "class_shares",
@@ -60,8 +59,9 @@ __all__ = [
 
 Order = Literal["low", "mid", "high"]
 ORDERS: tuple[str, ...] = ("low", "mid", "high")
-#: IPS types: over all salient interactions, then by order band (§4.3)
-ORDER_TYPES: tuple[str, ...] = ("all", *ORDERS)
+#: ``"all"`` (every order, eq. 3) then the order bands of §4.3: the values of every ``order``
+#: dim and column
+ORDER_LEVELS: tuple[str, ...] = ("all", *ORDERS)
 CLASSES: tuple[str, ...] = ("opposite_sign", "same_sign_different_effect", "same_sign_similar")
 TEMPLATE_DIM, SUBSET_DIM = "template", "subset"
 
@@ -231,7 +231,8 @@ def ips(I_and, I_or=None, tau: float = 0.1, order: Order | None = None):
     I_and, I_or : array_like, shape (..., template, 2**n)
         Raw interactions (NaN beyond a sample's own n). Alternatively pass a run
         :class:`xarray.Dataset` as the first argument (with ``I_and``/``I_or`` variables and
-        ``template``/``subset`` dims) and leave ``I_or`` out.
+        ``template``/``subset`` dims) and leave ``I_or`` out: it is then computed by
+        :func:`sample_ips`, block by block, so a lazily opened store is never loaded whole.
     tau : float in (0, 1)
         Salience threshold on normalised interactions (paper: 0.1).
     order : {"low", "mid", "high"}, optional
@@ -241,7 +242,9 @@ def ips(I_and, I_or=None, tau: float = 0.1, order: Order | None = None):
     -------
     ndarray of shape (...) or DataArray
         Per-sample IPS in [0, 2]; NaN when no template pair has a salient interaction.
-        Average over samples with :func:`aggregate`.
+        For a Dataset: a DataArray over its dims other than ``template``/``subset`` (in the
+        Dataset's order, with the coordinates on them), named ``ips`` (``ips_<order>``),
+        with ``attrs`` ``tau`` and ``order``. Average over samples with :func:`aggregate`.
 
     Examples
     --------
@@ -260,18 +263,20 @@ def ips(I_and, I_or=None, tau: float = 0.1, order: Order | None = None):
 
 
 def _ips_dataset(ds, tau: float, order: Order | None):
+    """:func:`ips` of a run Dataset, computed by :func:`sample_ips` (block-wise, so a lazily
+    opened store is never loaded whole), as a DataArray over the Dataset's other dims."""
     import xarray as xr
 
     for name in ("I_and", "I_or"):
         if name not in ds:
             fail("ips", f"the Dataset has no {name!r} variable", "Pass a psens run Dataset")
     a = ds["I_and"].transpose(..., TEMPLATE_DIM, SUBSET_DIM)
-    o = ds["I_or"].transpose(..., TEMPLATE_DIM, SUBSET_DIM)
-    value = ips(a.values, o.values, tau=tau, order=order)
+    lead = a.dims[:-2]
+    value = sample_ips(ds, tau, orders="all" if order is None else order)
     out = xr.DataArray(
-        value,
-        dims=a.dims[:-2],
-        coords={k: c for k, c in a.coords.items() if set(c.dims) <= set(a.dims[:-2])},
+        value.transpose(*lead).values,
+        dims=lead,
+        coords={k: c for k, c in a.coords.items() if set(c.dims) <= set(lead)},
     )
     out.name = "ips" if order is None else f"ips_{order}"
     out.attrs.update(tau=tau, order=order or "all")
@@ -424,8 +429,6 @@ def topk_matching_error(v, I_and, I_or, fraction: float) -> np.ndarray:
 # The run is read one model and a block of samples at a time, so a lazily opened store is
 # never loaded whole.
 
-#: order bands of §4.3 plus ``"all"`` (every order, eq. 3)
-ORDER_LEVELS: tuple[str, ...] = ORDER_TYPES
 _CHUNK_ELEMENTS = 1 << 22  # values per array in one block (32 MiB of float64)
 
 
@@ -516,7 +519,8 @@ def sample_ips(
     Parameters
     ----------
     ds : xarray.Dataset
-        A run (``I_and``, ``I_or`` over ``model, sample, [shot,] template, subset``).
+        A run (``I_and``, ``I_or`` over ``model, sample, [shot,] template, subset``) or a
+        slice of one; a missing ``model`` or ``sample`` dim is left out of the result.
     tau : float or sequence of float in (0, 1)
         Salience threshold(s); a sequence adds a ``tau`` dim (appendix F.8).
     orders : sequence of {"all", "low", "mid", "high"}
@@ -551,6 +555,11 @@ def sample_ips(
     for name in ("I_and", "I_or"):
         if name not in ds:
             fail(where, f"the Dataset has no {name!r} variable", "Pass a psens run Dataset")
+    added = [d for d in ("model", "sample") if d not in ds["I_and"].dims]
+    if added:  # a slice of a run: treat the missing dims as length one
+        if models is not None and "model" in added:
+            fail(where, "models= was given but the Dataset has no model dim", "Leave models out")
+        ds = ds[["I_and", "I_or"]].expand_dims(added)
     scalar_tau = np.ndim(tau) == 0
     taus = check_taus(tau, where)
     sort = np.argsort(taus, kind="stable")
@@ -593,8 +602,9 @@ def sample_ips(
     for m in range(n_m):  # one model and a block of samples at a time (bounded memory)
         for s0 in range(0, n_s, step):
             sl = slice(s0, min(n_s, s0 + step))
-            a = np.asarray(a_da.isel(model=m, sample=sl).values, dtype=float)
-            o = np.asarray(o_da.isel(model=m, sample=sl).values, dtype=float)
+            a, o = _as_arrays(
+                a_da.isel(model=m, sample=sl).values, o_da.isel(model=m, sample=sl).values, where
+            )
             out[m, sl] = _pair_block(a, o, taus_sorted, orders, pair_idx)
     out = out[..., unsort]
     dims = [*lead_dims, "pair", "order", "tau"]
@@ -619,6 +629,8 @@ def sample_ips(
         da = da.isel(tau=0, drop=True)
     if single_order:
         da = da.isel(order=0, drop=True)
+    if added:
+        da = da.isel({d: 0 for d in added})
     da.attrs.update(
         tau=float(taus[0]) if scalar_tau else taus.tolist(),
         templates=tnames,

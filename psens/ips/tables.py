@@ -3,8 +3,14 @@
 Everything here is UI-free and deterministic: each function takes a run Dataset (or a
 slice of one, see :mod:`psens.store` for the schema) and returns a
 :class:`pandas.DataFrame` in long form, ready for one altair chart. The metrics come from
-:mod:`psens.ips`; this module only slices, loops over models (so a large run is never
-loaded whole) and labels.
+:mod:`psens.ips` (per-sample IPS from the one run engine :func:`psens.ips.sample_ips`, via
+:func:`per_sample_ips`) and the bootstrap CIs from :mod:`psens.ips.factors.stats` (seeded);
+this module only slices, averages, labels and loops over models where a metric needs whole
+games (so a large run is never loaded whole).
+
+IPS by order band per model (fig. 9) is :func:`order_ips_table`; the IPS of two groups of
+models and ΔIPS by order (fig. 10) is :func:`factor_table`. Order bands are the ``order``
+column everywhere (values :data:`ORDER_LEVELS`).
 
 References
 ----------
@@ -18,7 +24,7 @@ Tables for figs. 2 (sparsity), 3 (case study, classes), 4 (ranking, consistency)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,20 +32,22 @@ import pandas as pd
 
 from psens._validation import fail
 from psens.interactions import reconstruct
+from psens.ips.factors.stats import bootstrap_means, percentile_ci, resample_counts
 from psens.ips.metric import (
     CLASSES,
-    ORDER_TYPES,
+    ORDER_LEVELS,
     interaction_classes,
     nanmean,
     normalize,
     order_of_subsets,
+    sample_ips,
     sparsity_curve,
 )
 
 __all__ = [
     "CLASS_LABELS",
     "FRACTIONS",
-    "ORDER_TYPES",
+    "ORDER_LEVELS",
     "at_shot",
     "case_table",
     "class_table",
@@ -180,49 +188,86 @@ def _games(ds, model: int, shot: int | None = None, *, all_shots: bool = False):
 
 
 def per_sample_ips(ds, tau: float = 0.1):
-    """Per-sample IPS of every model for each type of :data:`ORDER_TYPES`.
+    """Per-sample IPS of every model for each order of :data:`ORDER_LEVELS`.
 
-    Returns a DataArray ``(model, sample, [shot,] type)``; NaN where a sample has no
-    salient interaction of that type in any template pair. Computed by
-    :func:`psens.ips.metric.sample_ips` (one model at a time, so a lazily opened run is
-    read block by block).
+    Returns a DataArray ``(model, sample, [shot,] order)``; NaN where a sample has no
+    salient interaction of that order in any template pair. Computed by
+    :func:`psens.ips.metric.sample_ips` (one model and a block of samples at a time, so a
+    lazily opened run is never loaded whole).
     """
-    from psens.ips.metric import sample_ips
-
-    out = sample_ips(ds, tau, orders=ORDER_TYPES).rename(order="type")
+    out = sample_ips(ds, tau, orders=ORDER_LEVELS)
     out.attrs["tau"] = tau
     return out.rename("ips")
 
 
-def _mean_over_samples(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean over axis 0 skipping NaN, with counts used and skipped."""
-    used = np.isfinite(values).sum(axis=0)
-    return nanmean(values, axis=0), used, values.shape[0] - used
+def _bootstrap_ci(
+    values: np.ndarray,
+    fn: Callable[[np.ndarray], np.ndarray],
+    n_boot: int,
+    ci: float,
+    seed: Any,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap CI over samples (the last axis of ``values``) of ``fn`` applied
+    to the NaN-skipping means over samples (:mod:`psens.ips.factors.stats`: one matrix of
+    resample counts, so every figure of a table is resampled on the same samples).
 
-
-def order_ips_table(per_sample, meta: pd.DataFrame, shot: int | None = None) -> pd.DataFrame:
-    """IPS per model and type (mean over samples, NaN skipped), fig. 4 / 9 / 11.
-
-    Columns: ``model, type, ips, n_used, n_skipped`` and the model metadata; sorted by
-    model then type.
+    ``fn`` maps means ``[..., *values.shape[1:-1]]`` to figures ``[..., *out]``, the
+    leading axes being resamples; returns ``lo, hi`` of shape ``out``.
     """
-    da = at_shot(per_sample, shot)
-    rows = []
-    for m, model in enumerate(da["model"].values):
-        mean, used, skipped = _mean_over_samples(
-            da.isel(model=m).transpose("sample", "type").values
-        )
-        for t, kind in enumerate(da["type"].values):
-            rows.append(
-                {
-                    "model": str(model),
-                    "type": str(kind),
-                    "ips": float(mean[t]),
-                    "n_used": int(used[t]),
-                    "n_skipped": int(skipped[t]),
-                }
-            )
-    out = pd.DataFrame(rows, columns=["model", "type", "ips", "n_used", "n_skipped"])
+    n = values.shape[-1]
+    if n == 0:
+        with np.errstate(all="ignore"):
+            nan = np.full(np.shape(fn(np.full(values.shape[:-1], np.nan))), np.nan)
+        return nan, nan.copy()
+    counts = resample_counts(n, n_boot, seed)
+    return percentile_ci(fn(bootstrap_means(values, counts)), ci)
+
+
+def order_ips_table(
+    per_sample,
+    meta: pd.DataFrame,
+    shot: int | None = None,
+    *,
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: Any = 0,
+) -> pd.DataFrame:
+    """IPS per model and order band: the mean over samples (NaN skipped) with a bootstrap
+    CI over samples (fig. 4a / 9 / 11).
+
+    Parameters
+    ----------
+    per_sample : xarray.DataArray
+        :func:`per_sample_ips` (or a slice of it along ``sample``).
+    meta : DataFrame
+        :func:`model_meta`, merged into the rows.
+    shot : int, optional
+        Shot count of a run with a ``shot`` dim (default: the first).
+    n_boot, ci, seed
+        Bootstrap resamples, CI level and seed (:mod:`psens.ips.factors.stats`).
+
+    Returns
+    -------
+    DataFrame
+        ``model, order, ips, ips_lo, ips_hi, n_used, n_skipped`` and the model metadata;
+        sorted by model then order.
+    """
+    da = at_shot(per_sample, shot).transpose("model", "order", "sample")
+    values = np.asarray(da.values, dtype=float)  # [model, order, sample]
+    used = np.isfinite(values).sum(axis=-1)
+    lo, hi = _bootstrap_ci(values, lambda x: x, n_boot, ci, seed)
+    n_models, n_orders = values.shape[:2]
+    out = pd.DataFrame(
+        {
+            "model": np.repeat([str(m) for m in da["model"].values], n_orders),
+            "order": np.tile([str(o) for o in da["order"].values], n_models),
+            "ips": nanmean(values, axis=-1).ravel(),
+            "ips_lo": lo.ravel(),
+            "ips_hi": hi.ravel(),
+            "n_used": used.ravel(),
+            "n_skipped": (values.shape[-1] - used).ravel(),
+        }
+    )
     return out.merge(meta, on="model", how="left")
 
 
@@ -381,18 +426,6 @@ def case_table(
 # ----------------------------------------------------------------------------- factors
 
 
-def _model_ips(per_sample, shot) -> pd.DataFrame:
-    """Mean IPS per (model, type) as a wide frame, models on the index."""
-    da = at_shot(per_sample, shot)
-    values = np.stack(
-        [
-            _mean_over_samples(da.isel(model=m).transpose("sample", "type").values)[0]
-            for m in range(da.sizes["model"])
-        ]
-    )
-    return pd.DataFrame(values, index=[str(m) for m in da["model"].values], columns=ORDER_TYPES)
-
-
 def factor_table(
     per_sample,
     meta: pd.DataFrame,
@@ -403,14 +436,24 @@ def factor_table(
     match: str = "none",
     models: Sequence[str] | None = None,
     shot: int | None = None,
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: Any = 0,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    r"""IPS of two groups of models (or shot counts) and the relative change (fig. 10).
+    r"""IPS of two groups of models (or shot counts) and the relative change by order
+    band (fig. 10), with bootstrap CIs over samples.
 
-    .. math:: \Delta\mathrm{IPS}_{type} = (\mathrm{IPS}^A_{type} - \mathrm{IPS}^B_{type})
-              / \mathrm{IPS}^B_{type}
+    .. math:: \Delta\mathrm{IPS}_{order} = (\mathrm{IPS}^A_{order} - \mathrm{IPS}^B_{order})
+              / \mathrm{IPS}^B_{order}
+
+    A model's IPS is its mean over samples of per-sample IPS (NaN skipped).
 
     Parameters
     ----------
+    per_sample : xarray.DataArray
+        :func:`per_sample_ips`.
+    meta : DataFrame
+        :func:`model_meta`.
     by : str
         Model metadata field (``kind``, ``arch``, ``series``, ``family``, ``params``) or
         ``"shot"``.
@@ -420,68 +463,109 @@ def factor_table(
         ``"none"``: relative change of the two group means. Otherwise a metadata field
         (e.g. ``"series"``, ``"family"``) or ``"series+params"``: the relative change is
         averaged over every pair of an A model and a B model that agree on it (the paper's
-        pairs, §4.3). With ``by="shot"`` each model is paired with itself.
+        pairs, §4.3). With ``by="shot"`` each model is paired with itself (its IPS averaged
+        over the shot counts of a group).
     models : sequence of str, optional
         Restrict to these models.
+    shot : int, optional
+        Shot count of a run with a ``shot`` dim when ``by`` is model metadata.
+    n_boot, ci, seed
+        Bootstrap resamples, CI level and seed (:mod:`psens.ips.factors.stats`): every
+        figure is recomputed on the same resamples of the samples.
 
     Returns
     -------
-    groups : DataFrame ``group, type, ips, n_models``
-    delta : DataFrame ``type, delta, n_pairs``
+    groups : DataFrame ``group, order, ips, ips_lo, ips_hi, n_models``
+    delta : DataFrame ``order, rel_change, rel_lo, rel_hi, n_pairs``
     """
     a, b = list(a), list(b)
     meta = meta.set_index("model")
     if models is not None:
         meta = meta.loc[[m for m in meta.index if m in set(models)]]
+    names = list(meta.index)
     if by == "shot":
-        wa = [_model_ips(per_sample, s).loc[meta.index] for s in a]
-        wb = [_model_ips(per_sample, s).loc[meta.index] for s in b]
-        ga = pd.concat(wa).groupby(level=0).mean() if wa else None
-        gb = pd.concat(wb).groupby(level=0).mean() if wb else None
-        in_a = in_b = list(meta.index)
-        pairs = [(m, m) for m in meta.index]
+        if "shot" not in per_sample.dims:
+            fail("psens.widgets", "the run has no shot dim", "Group by model metadata instead")
+        x = per_sample.sel(model=names).transpose("shot", "model", "order", "sample")
+        shots = [int(k) for k in per_sample["shot"].values]
+        missing = [k for k in (*a, *b) if int(k) not in shots]
+        if missing:
+            fail("psens.widgets", f"shots {missing} are not in the run", f"Use some of {shots}")
+        ka, kb = [shots.index(int(k)) for k in a], [shots.index(int(k)) for k in b]
+        in_a = in_b = ia = ib = np.arange(len(names))
+        group_means = False
         label_a = f"A: shot {', '.join(map(str, a))}"
         label_b = f"B: shot {', '.join(map(str, b))}"
     else:
-        wide = _model_ips(per_sample, shot).loc[meta.index]
-        in_a = [m for m in meta.index if meta.loc[m, by] in a]
-        in_b = [m for m in meta.index if meta.loc[m, by] in b]
-        ga, gb = wide, wide
+        x = at_shot(per_sample, shot).sel(model=names).transpose("model", "order", "sample")
+        x = x.expand_dims("shot")
+        ka = kb = [0]
+        if by not in meta:
+            fail("psens.widgets", f"by={by!r} is not model metadata", f"Use one of {list(meta)}")
+        field = meta[by].to_numpy()
+        in_a = np.flatnonzero([v in a for v in field])
+        in_b = np.flatnonzero([v in b for v in field])
         key = _match_key(meta, match)
-        pairs = [(x, y) for x in in_a for y in in_b if x != y and (key is None or key[x] == key[y])]
+        ia, ib = (g.ravel() for g in np.meshgrid(in_a, in_b, indexing="ij"))
+        keep = ia != ib
+        if key is not None:
+            k = key.to_numpy()
+            keep &= k[ia] == k[ib]
+        ia, ib = ia[keep], ib[keep]
+        group_means = match in ("", "none", None)
         label_a = f"A: {by} = {', '.join(map(format_value, a))}"
         label_b = f"B: {by} = {', '.join(map(format_value, b))}"
-    group_rows = []
-    for label, frame, members in ((label_a, ga, in_a), (label_b, gb, in_b)):
-        for t in ORDER_TYPES:
-            vals = frame.loc[members, t].to_numpy(float) if (frame is not None and members) else []
-            vals = np.asarray(vals)[np.isfinite(vals)] if len(vals) else np.array([])
-            group_rows.append(
-                {
-                    "group": label,
-                    "type": t,
-                    "ips": float(vals.mean()) if len(vals) else np.nan,
-                    "n_models": len(vals),
-                }
-            )
-    groups = pd.DataFrame(group_rows, columns=["group", "type", "ips", "n_models"])
-    delta_rows = []
-    for t in ORDER_TYPES:
-        if by != "shot" and match == "none":
-            ma = groups.loc[(groups.group == label_a) & (groups.type == t), "ips"].iloc[0]
-            mb = groups.loc[(groups.group == label_b) & (groups.type == t), "ips"].iloc[0]
-            d = (ma - mb) / mb if mb else np.nan
-            n_pairs = int(len(in_a) > 0 and len(in_b) > 0)
+    values = np.asarray(x.values, dtype=float)  # [shot, model, order, sample]
+
+    def sides(means):  # [..., shot, model, order] -> each model's IPS on the A and B side
+        return tuple(nanmean(np.moveaxis(means[..., k, :, :], -3, -1)) for k in (ka, kb))
+
+    def figures(means):  # [..., shot, model, order] -> IPS of A, IPS of B, ΔIPS: [..., 3, order]
+        va, vb = sides(means)
+        ga = nanmean(np.moveaxis(va[..., in_a, :], -2, -1))
+        gb = nanmean(np.moveaxis(vb[..., in_b, :], -2, -1))
+        if group_means:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                rel = np.where(gb != 0, (ga - gb) / np.where(gb != 0, gb, 1.0), np.nan)
         else:
-            rel = []
-            for x, y in pairs:
-                va = ga.loc[x, t] if ga is not None else np.nan
-                vb = gb.loc[y, t] if gb is not None else np.nan
-                if np.isfinite(va) and np.isfinite(vb) and vb != 0:
-                    rel.append((va - vb) / vb)
-            d, n_pairs = (float(np.mean(rel)) if rel else np.nan), len(rel)
-        delta_rows.append({"type": t, "delta": float(d), "n_pairs": n_pairs})
-    return groups, pd.DataFrame(delta_rows, columns=["type", "delta", "n_pairs"])
+            pa, pb = va[..., ia, :], vb[..., ib, :]
+            ok = np.isfinite(pa) & np.isfinite(pb) & (pb != 0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                rel = nanmean(np.moveaxis(np.where(ok, (pa - pb) / pb, np.nan), -2, -1))
+        return np.stack([ga, gb, rel], axis=-2)
+
+    point = figures(nanmean(values, axis=-1))
+    lo, hi = _bootstrap_ci(values, figures, n_boot, ci, seed)
+    va, vb = sides(nanmean(values, axis=-1))
+    orders = [str(o) for o in x["order"].values]
+    n_orders = len(orders)
+    groups = pd.DataFrame(
+        {
+            "group": np.repeat([label_a, label_b], n_orders),
+            "order": orders * 2,
+            "ips": point[:2].ravel(),
+            "ips_lo": lo[:2].ravel(),
+            "ips_hi": hi[:2].ravel(),
+            "n_models": np.concatenate(
+                [np.isfinite(va[in_a]).sum(axis=0), np.isfinite(vb[in_b]).sum(axis=0)]
+            ),
+        }
+    )
+    if group_means:
+        n_pairs = np.full(n_orders, int(len(in_a) > 0 and len(in_b) > 0))
+    else:
+        pa, pb = va[ia], vb[ib]
+        n_pairs = (np.isfinite(pa) & np.isfinite(pb) & (pb != 0)).sum(axis=0)
+    delta = pd.DataFrame(
+        {
+            "order": orders,
+            "rel_change": point[2],
+            "rel_lo": lo[2],
+            "rel_hi": hi[2],
+            "n_pairs": n_pairs,
+        }
+    )
+    return groups, delta
 
 
 def _match_key(meta: pd.DataFrame, match: str) -> pd.Series | None:

@@ -1,4 +1,5 @@
-"""psens.ips.factors.charts: every chart builds from the factor tables, never displays."""
+"""psens.ips.factors.charts and the fig. 9 / fig. 10 charts of psens.ips.charts: every chart
+builds from its tables, never displays."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import pytest
 alt = pytest.importorskip("altair")
 
 import psens.factors as F  # noqa: E402
+from psens.ips import charts as ips_charts  # noqa: E402
+from psens.ips import tables  # noqa: E402
 from psens.ips.factors import charts as plots  # noqa: E402
 
 
@@ -34,6 +37,15 @@ def _values(chart) -> list[dict]:
     return next(iter(data.values())) if data else spec["data"]["values"]
 
 
+def _all_values(chart) -> list[dict]:
+    return [row for rows in chart.to_dict()["datasets"].values() for row in rows]
+
+
+@pytest.fixture(scope="module")
+def per_sample(run):
+    return tables.per_sample_ips(run), tables.model_meta(run)
+
+
 CHARTS = (alt.Chart, alt.LayerChart, alt.FacetChart)
 
 
@@ -41,12 +53,33 @@ CHARTS = (alt.Chart, alt.LayerChart, alt.FacetChart)
     "factor", ["instruct_vs_base", "scale", "dense_vs_moe", "matched_active", "few_shot", "custom"]
 )
 def test_factor_charts(results, factor):
-    r = results[factor]
-    for chart in (r.chart(), r.delta_chart(), plots.delta_orders_chart(r, per_pair=True)):
-        assert isinstance(chart, CHARTS)
-        assert _values(chart)
-    rows = _values(plots.order_ips_chart(r.models))
+    chart = results[factor].chart()
+    assert isinstance(chart, CHARTS)
+    assert _values(chart)
+
+
+def test_order_ips_chart_has_the_bands_and_cis(per_sample):
+    table = tables.order_ips_table(*per_sample, n_boot=30)
+    rows = _values(ips_charts.order_ips_chart(table))
     assert {row["order"] for row in rows} == {"low", "mid", "high"}
+    assert all(r["ips_lo"] <= r["ips"] <= r["ips_hi"] for r in rows if r["n_used"] > 1)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"by": "kind", "a": ["chat", "instruct"], "b": ["base"], "match": "series+params"},
+        {"by": "arch", "a": ["dense"], "b": ["moe"], "match": "family"},
+        {"by": "shot", "a": [1], "b": [0]},
+    ],
+)
+def test_factor_chart_draws_both_tables(per_sample, kwargs):
+    groups, delta = tables.factor_table(*per_sample, **kwargs, n_boot=30)
+    chart = ips_charts.factor_chart(groups, delta)
+    assert isinstance(chart, alt.HConcatChart)
+    rows = _all_values(chart)
+    assert {r["order"] for r in rows if "rel_change" in r} == {"all", "low", "mid", "high"}
+    assert {r["group"] for r in rows if "group" in r} == set(groups["group"])
 
 
 def test_instruct_chart_has_both_roles(results):
@@ -56,11 +89,11 @@ def test_instruct_chart_has_both_roles(results):
     assert len(rows) == 2 * n_pairs
 
 
-def test_delta_chart_is_in_percent(results):
-    r = results["few_shot"]
-    rows = _values(r.delta_chart())
-    want = r.summary[r.summary.order == "low"]["rel_change"].iloc[0] * 100
-    got = next(x["rel_change"] for x in rows if x["order"] == "low")
+def test_delta_chart_shows_the_table(per_sample):
+    groups, delta = tables.factor_table(*per_sample, by="shot", a=[1], b=[0], n_boot=30)
+    rows = _all_values(ips_charts.factor_chart(groups, delta))
+    want = delta.loc[delta.order == "low", "rel_change"].iloc[0]
+    got = next(x["rel_change"] for x in rows if x.get("order") == "low" and "rel_change" in x)
     assert got == pytest.approx(want)
 
 

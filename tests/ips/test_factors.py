@@ -19,6 +19,7 @@ from scipy import stats
 
 import psens.factors as F
 from psens import ips as ips_mod
+from psens.ips import tables
 from psens.ips.factors import pairings
 from psens.ips.factors.stats import paired_test, rank_agreement
 from psens.store import build
@@ -162,9 +163,19 @@ def test_compare_is_seeded():
 
 def test_order_level_delta():
     # A: flips (1, 2, 4) per band; B: (2, 4, 4) -> ΔIPS low -0.5, mid -0.5, high 0
-    ds = flip_run({"A": two_templates((1, 2, 4)), "B": two_templates((2, 4, 4))})
+    meta = {
+        "A": ("f", "s", "instruct", "dense", 7.0, 7.0),
+        "B": ("f", "s", "base", "dense", 7.0, 7.0),
+    }
+    ds = flip_run({"A": two_templates((1, 2, 4)), "B": two_templates((2, 4, 4))}, meta=meta)
     r = F.compare_models(ds, [("A", "B")], n_boot=20, n_perm=20)
-    d = F.order_deltas(r).set_index("order")["rel_change"]
+    d = r.summary.set_index("order")["rel_change"]
+    np.testing.assert_allclose(d[["low", "mid", "high"]], [-0.5, -0.5, 0.0])
+    per_sample = tables.per_sample_ips(ds)  # fig. 10: the same ΔIPS from the groups' tables
+    _, delta = tables.factor_table(
+        per_sample, tables.model_meta(ds), by="kind", a=["instruct"], b=["base"], n_boot=20
+    )
+    d = delta.set_index("order")["rel_change"]
     np.testing.assert_allclose(d[["low", "mid", "high"]], [-0.5, -0.5, 0.0])
 
 

@@ -171,6 +171,51 @@ def test_dataset_input():
     assert agg.dims == ("model",) and agg.attrs["n_skipped"] == 0
 
 
+def test_dataset_path_on_a_lazy_store_equals_the_array_path(tmp_path, monkeypatch):
+    """ips(ds) goes through the block-wise run engine: a lazily opened store is read one
+    block at a time and gives the numbers of the array path."""
+    from psens import store
+    from psens.ips import metric
+    from psens.synthetic import synthetic_run
+
+    run = synthetic_run(n_samples=5, n_vars=(3, 4), shots=[0, 2])
+    lazy = store.open_run(store.save(run, tmp_path / "r.zarr"))
+    assert lazy["I_and"].chunks is not None  # dask-backed: nothing loaded yet
+    blocks = []
+    block = metric._pair_block
+
+    def spy(a, *args):
+        blocks.append(a.shape[0])
+        return block(a, *args)
+
+    monkeypatch.setattr(metric, "_pair_block", spy)
+    monkeypatch.setattr(metric, "_CHUNK_ELEMENTS", 1)  # one sample per block
+    a = run["I_and"].transpose(..., "template", "subset").values
+    o = run["I_or"].transpose(..., "template", "subset").values
+    for order in (None, "low", "mid", "high"):
+        blocks.clear()
+        got = ips(lazy, tau=0.1, order=order)
+        assert blocks == [1] * (run.sizes["model"] * run.sizes["sample"])
+        assert got.dims == run["I_and"].dims[:-2]
+        assert got.name == ("ips" if order is None else f"ips_{order}")
+        assert got.attrs == {"tau": 0.1, "order": order or "all"}
+        assert list(got["sample"].values) == list(run["sample"].values)
+        np.testing.assert_array_equal(got["n_vars"].values, run["n_vars"].values)
+        want = ips(a, o, tau=0.1, order=order)
+        np.testing.assert_allclose(got.values, want, rtol=1e-12, equal_nan=True)
+
+
+def test_dataset_path_on_a_slice():
+    from psens.synthetic import synthetic_run
+
+    run = synthetic_run(n_samples=3)
+    one = run.isel(model=1, sample=2)
+    got = ips(one, tau=0.2, order="low")
+    assert got.dims == () and str(got["model"].values) == str(run["model"].values[1])
+    want = ips(one["I_and"].values, one["I_or"].values, tau=0.2, order="low")
+    np.testing.assert_allclose(got.values, want, rtol=1e-12, equal_nan=True)
+
+
 def test_nanmean_and_n_players():
     from psens.ips import n_players, nanmean
 

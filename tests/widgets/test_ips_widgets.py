@@ -68,7 +68,7 @@ def test_subset_labels_are_the_words_of_s():
 
 def test_order_ips_matches_the_metric(run):
     w = W.OrderIPS(run, tau=0.1)
-    t = w.tables["ips"].set_index(["model", "type"])
+    t = w.tables["ips"].set_index(["model", "order"])
     for m, model in enumerate(run["model"].values):
         one = run.isel(model=m)
         for kind in ("all", "low", "high"):
@@ -95,7 +95,7 @@ def test_order_ips_models_types_subset_layout(run):
     w.controls["models"].value = ("toy-7b", "toy-14b-instruct")
     assert {r["model"] for r in _spec_values(w)} == {"toy-7b", "toy-14b-instruct"}
     w.types = ["high"]
-    assert {r["type"] for r in _spec_values(w)} == {"high"}
+    assert {r["order"] for r in _spec_values(w)} == {"high"}
     row = w.tables["ips"].iloc[0]
     n_all = row["n_used"] + row["n_skipped"]
     w.controls["subset"].value = "n_vars=4"
@@ -103,7 +103,7 @@ def test_order_ips_models_types_subset_layout(run):
     n_sub = row["n_used"] + row["n_skipped"]
     assert n_sub == int((run["n_vars"] == 4).sum()) < n_all
     w.layout = "by_order"
-    assert w.jchart.spec["encoding"]["column"]["field"] == "type"
+    assert w.jchart.spec["encoding"]["column"]["field"] == "order"
     with pytest.raises(ValueError, match="tau"):
         w.tau = 1.5
     with pytest.raises(ValueError, match="unknown models"):
@@ -218,10 +218,10 @@ def test_factor_compare_relative_change(run):
     assert (w.a, w.b) == (["instruct"], ["base"])
     order = W.OrderIPS(run, types=["all", "low", "mid", "high"]).tables["ips"]
     for kind in ("all", "low", "mid", "high"):
-        rows = order[order.type == kind].set_index("model")["ips"]
+        rows = order[order.order == kind].set_index("model")["ips"]
         ia = rows[["toy-7b-instruct", "toy-14b-instruct", "toy-moe-instruct"]].mean()
         ib = rows["toy-7b"]
-        got = w.tables["delta"].set_index("type").loc[kind, "delta"]
+        got = w.tables["delta"].set_index("order").loc[kind, "rel_change"]
         assert got == pytest.approx((ia - ib) / ib)
 
 
@@ -243,9 +243,9 @@ def test_factor_compare_shots():
     ds = synthetic_run(n_samples=3, shots=[0, 1, 2])
     w = W.FactorCompare(ds, by="shot")
     assert (w.a, w.b) == ([1, 2], [0])
-    delta = w.tables["delta"].set_index("type")
+    delta = w.tables["delta"].set_index("order")
     assert delta.loc["all", "n_pairs"] == ds.sizes["model"]
-    assert delta.loc["all", "delta"] < 0  # synthetic instability shrinks with shots
+    assert delta.loc["all", "rel_change"] < 0  # synthetic instability shrinks with shots
 
 
 # ----------------------------------------------------------------------------- sparsity
@@ -314,7 +314,7 @@ def test_pending_blocks_are_skipped_not_fatal():
         ds[name].values[1, 0] = np.nan
     ds["prediction"].values[1, 0] = ""
     w = W.OrderIPS(ds)
-    row = w.tables["ips"].query("model == 'toy-7b-instruct' and type == 'all'").iloc[0]
+    row = w.tables["ips"].query("model == 'toy-7b-instruct' and order == 'all'").iloc[0]
     assert row["n_used"] + row["n_skipped"] == 3 and row["n_skipped"] >= 1
     case = W.CaseStudy(ds, model="toy-7b-instruct", sample="s000")
     assert case.tables["case"].empty and "pending" in case.status.value

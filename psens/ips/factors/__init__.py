@@ -5,9 +5,11 @@ xarray objects); charts are in :mod:`psens.ips.factors.charts`.
 
 * metadata: :func:`attach_metadata`, :func:`select_models`, :func:`model_frame`;
 * per-sample IPS for many τ and order bands at once: :func:`sample_ips`;
-* the four factors (figs. 5–8) and ΔIPS by order (fig. 10): :func:`instruct_vs_base`,
+* the four factors (figs. 5–8), each per order band (§4.3): :func:`instruct_vs_base`,
   :func:`scale_series`, :func:`dense_vs_moe`, :func:`matched_active` (table 7),
-  :func:`few_shot`, the generic :func:`compare_models`, and :func:`order_deltas`;
+  :func:`few_shot` and the generic :func:`compare_models` (IPS by order per model, fig. 9,
+  and ΔIPS of a factor by order, fig. 10, are :func:`psens.ips.tables.order_ips_table` and
+  :func:`psens.ips.tables.factor_table`, drawn by :mod:`psens.ips.charts`);
 * threshold robustness (F.8, tables 2–3): :func:`ips_by_threshold`,
   :func:`threshold_agreement`, :func:`threshold_pairs`, :func:`threshold_table`;
 * IPS vs output consistency (fig. 4b): :func:`ips_vs_consistency`,
@@ -35,7 +37,6 @@ from psens.ips.factors.compare import (
     few_shot,
     instruct_vs_base,
     matched_active,
-    order_deltas,
     scale_series,
 )
 from psens.ips.factors.consistency import (
@@ -80,7 +81,6 @@ __all__ = [
     "ips_vs_consistency",
     "matched_active",
     "model_frame",
-    "order_deltas",
     # perturbation kinds
     "pair_kinds",
     # statistics

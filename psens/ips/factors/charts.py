@@ -1,8 +1,11 @@
-"""Altair charts for the IPS factor analyses (IPS paper figs. 4b, 5–10; tables 2–7).
+"""Altair charts for the IPS factor analyses (IPS paper figs. 4b, 5–8; tables 2–7).
 
 Every function takes the tidy tables of :mod:`psens.factors` (already reduced: one row per
 model, pair or group), returns an altair chart and never displays it. altair is imported
-inside the functions, so ``import psens`` needs no plotting library.
+inside the functions, so ``import psens`` needs no plotting library. IPS by order per model
+(fig. 9) and ΔIPS of a factor by order (fig. 10) are drawn by
+:func:`psens.ips.charts.order_ips_chart` and :func:`psens.ips.charts.factor_chart` from the
+tables :func:`psens.ips.tables.order_ips_table` and :func:`psens.ips.tables.factor_table`.
 
 References
 ----------
@@ -17,23 +20,18 @@ from typing import Any
 
 import numpy as np
 
-from psens._charts import IPS_AXIS, ORDER_COLORS, altair, need_columns
+from psens._charts import IPS_AXIS, altair, need_columns
 from psens._validation import fail
 
 __all__ = [
     "consistency_chart",
-    "delta_orders_chart",
     "factor_chart",
-    "order_ips_chart",
     "pair_bars",
     "perturbation_chart",
     "representation_chart",
     "threshold_chart",
     "threshold_heatmap",
 ]
-
-#: the order bands' colours of the one palette (no "all" bar in these charts)
-BAND_COLORS = {k: ORDER_COLORS[k] for k in ("low", "mid", "high")}
 
 
 def _with_errorbars(base, x: dict, y: str, lo: str, hi: str, color: Any, **enc: Any):
@@ -173,67 +171,6 @@ def factor_chart(result, order: str = "all"):
     if kind == "few_shot":
         return _few_shot_chart(result, order)
     return pair_bars(result, order)
-
-
-def delta_orders_chart(result, *, per_pair: bool = False):
-    """ΔIPS = (IPS_A − IPS_B)/IPS_B by order band, in % (§4.3, fig. 10), with CIs.
-
-    One bar group per summary group (family, shot count, "all") or, with ``per_pair``, per
-    pair; negative bars mean the factor (A) lowers the sensitivity of that band.
-    """
-    alt = altair()
-    table = result.pairs if per_pair else result.summary
-    need_columns(table, ["order", "rel_change", "rel_lo", "rel_hi"], "delta_orders_chart")
-    data = table[table["order"] != "all"].copy()
-    if per_pair:
-        data["group"] = data["unit_a"] + " vs " + data["unit_b"]
-    for col in ("rel_change", "rel_lo", "rel_hi"):
-        data[col] = 100 * data[col]
-    base = alt.Chart(data)
-    color = alt.Color(
-        "order:N",
-        title="Order",
-        sort=list(BAND_COLORS),
-        scale=alt.Scale(domain=list(BAND_COLORS), range=list(BAND_COLORS.values())),
-    )
-    x = {
-        "x": alt.X("group:N", title=None, sort=None),
-        "xOffset": alt.XOffset("order:N", sort=list(BAND_COLORS)),
-    }
-    chart = _with_errorbars(
-        base,
-        x,
-        "rel_change:Q",
-        "rel_lo:Q",
-        "rel_hi:Q",
-        color,
-        y_title="ΔIPS (%)",
-        tooltip=["group", "order", alt.Tooltip("rel_change:Q", format=".1f"), "p_value"],
-    )
-    return chart.properties(title=f"Relative change of IPS by order ({result.factor})")
-
-
-def order_ips_chart(models, *, model_col: str = "unit"):
-    """IPS of low/mid/high orders per model (fig. 9) from a ``models`` table."""
-    alt = altair()
-    need_columns(models, [model_col, "order", "ips"], "order_ips_chart")
-    data = models[models["order"] != "all"]
-    return (
-        alt.Chart(data)
-        .mark_bar()
-        .encode(
-            x=alt.X(f"{model_col}:N", title=None, sort=None),
-            xOffset=alt.XOffset("order:N", sort=list(BAND_COLORS)),
-            y=alt.Y("ips:Q", title="IPS by order"),
-            color=alt.Color(
-                "order:N",
-                sort=list(BAND_COLORS),
-                scale=alt.Scale(domain=list(BAND_COLORS), range=list(BAND_COLORS.values())),
-            ),
-            tooltip=[model_col, "order", alt.Tooltip("ips:Q", format=".3f")],
-        )
-        .properties(title="Prompt sensitivity of different orders")
-    )
 
 
 def threshold_chart(scores):

@@ -1,4 +1,4 @@
-r"""The four factor comparisons of the IPS paper (§4.2, figs. 5–8) and ΔIPS by order (§4.3).
+r"""The four factor comparisons of the IPS paper (§4.2, figs. 5–8), per order band (§4.3).
 
 Every comparison is a list of pairs ``(A, B)`` of *units* (a model, or a model at a shot
 count) plus groups to average over, and returns a :class:`FactorResult` of three tidy tables:
@@ -16,6 +16,11 @@ count) plus groups to average over, and returns a :class:`FactorResult` of three
     paper's ΔIPS for dense vs MoE, "the average over all pairs of a specific dense model
     and a specific MoE model within a model family"), its bootstrap CI and permutation
     p-value, ``n_pairs`` and ``n_a_lower`` (pairs where A is less sensitive).
+
+Every table has rows for each order band of ``orders`` (default ``all, low, mid, high``), so
+the paired ΔIPS by order is ``summary`` / ``pairs`` without the ``"all"`` rows. Fig. 10
+(IPS of two groups of models and ΔIPS by order, with bootstrap CIs) is
+:func:`psens.ips.tables.factor_table` drawn by :func:`psens.ips.charts.factor_chart`.
 
 Uncertainty methods are those of :mod:`psens.factors.stats` (percentile bootstrap over
 samples with one resample-count matrix per call; paired sign-flip permutation test; both
@@ -57,7 +62,6 @@ __all__ = [
     "few_shot",
     "instruct_vs_base",
     "matched_active",
-    "order_deltas",
     "scale_series",
 ]
 
@@ -77,12 +81,6 @@ class FactorResult:
         from psens.ips.factors import charts as plots
 
         return plots.factor_chart(self, order=order)
-
-    def delta_chart(self):
-        """ΔIPS by order band (fig. 10) as an altair chart."""
-        from psens.ips.factors import charts as plots
-
-        return plots.delta_orders_chart(self)
 
 
 # ----------------------------------------------------------------------------- engine
@@ -661,13 +659,3 @@ def few_shot(
         settings={"tau": tau, "templates": list(x.attrs["templates"])},
     )
     return result
-
-
-def order_deltas(result: FactorResult, *, per_pair: bool = False):
-    """ΔIPS by order band (§4.3, fig. 10): the low/mid/high rows of a comparison.
-
-    Returns ``summary`` (one row per group and band: ΔIPS averaged over the group's pairs,
-    with CI and p-value) or, with ``per_pair``, the per-pair rows.
-    """
-    table = result.pairs if per_pair else result.summary
-    return table[table["order"] != "all"].reset_index(drop=True)
