@@ -422,3 +422,36 @@ def test_template_items_from_dataset_layer_items():
     assert rows.drop_duplicates("id").task_type.tolist() == ["boolean", "open_ended"]
     assert rows.drop_duplicates("id").gold_answer.tolist() == ["no", "Bob"]
     assert rows.all_gold_answers.iloc[-1] == ["Bob", "Bobby"]
+
+
+def test_one_item_class_for_loaders_and_templates(tmp_path):
+    from psens import datasets, variants
+    from psens.variants import as_item, task_kind
+
+    assert variants.Item is datasets.Item
+    rows = [{"question": "is the sky blue", "answer": False, "passage": "The sky is grey."}]
+    path = tmp_path / "b.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (loaded,) = datasets.load("boolq", path=path)
+    assert task_kind(loaded) == "boolean"  # the loader's yes/no options become a yes/no item
+    it = as_item(loaded)
+    assert isinstance(it, datasets.Item) and it.dataset == "boolq"
+    assert (it.passage, it.answer, it.options, it.task_type) == (
+        "The sky is grey.",
+        "no",
+        (),
+        "boolean",
+    )
+    assert as_item(it) is it  # template-ready items pass through
+    forced = Item("b", "is it", loaded.options, "B", context="P.", task_type="mcq")
+    assert task_kind(forced) == "mcq" and "letter of the correct option (A or B)" in (
+        render_variant(forced, "T010")
+    )
+    d = as_item({"id": "q", "question": "Q?", "options": ["A) x", "B) y"], "dataset": "arc"})
+    assert d.options == (("A", "x"), ("B", "y")) and d.dataset == "arc" and d.answer == ""
+    nan = as_item({"id": "q", "question": "Q?", "options": ["A) x"], "passage": float("nan")})
+    assert nan.passage == "" and nan.task_type == "mcq"
+    with pytest.raises(ValueError, match="task_type 'essay'"):
+        task_kind(Item("e", "Q", task_type="essay"))
+    with pytest.raises(ValueError, match="no answer"):
+        render_variant(it, "T000", [Item("s", "Q?", passage="P.")])
