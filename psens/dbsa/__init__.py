@@ -1,6 +1,6 @@
 """DBSA: distribution-based token sensitivity of black-box language models.
 
-Implements Distribution-Based Sensitivity Analysis (seed paper ``003``): every token of a
+Implements Distribution-Based Sensitivity Analysis (DBSA): every token of a
 prompt is swapped with its nearest neighbours, the model is sampled ``n`` times on the
 original and ``m`` times on each perturbed prompt, responses are embedded, and the output
 distributions are compared with the energy distance and a permutation test.
@@ -13,7 +13,8 @@ distributions are compared with the energy distance and a permutation test.
 Modules: :mod:`~psens.dbsa.tokens`, :mod:`~psens.dbsa.neighbours`,
 :mod:`~psens.dbsa.sampling`, :mod:`~psens.dbsa.embeddings`, :mod:`~psens.dbsa.distances`,
 :mod:`~psens.dbsa.analysis`, :mod:`~psens.dbsa.highlight`, :mod:`~psens.dbsa.ablations`,
-:mod:`~psens.dbsa.plots` (altair, imported lazily). Nothing here imports torch,
+:mod:`~psens.dbsa.plots` (altair, imported lazily). The response cache is the shared
+:class:`psens.backends.ResponseCache` (re-exported here). Nothing here imports torch,
 sentence-transformers or altair at import time.
 """
 
@@ -38,7 +39,7 @@ from .neighbours import (
     minilm_vocabulary,
     number_neighbours,
 )
-from .sampling import CachedSampler, ResponseCache, client_sampler, hf_sampler
+from .sampling import CachedSampler, ResponseCache, client_sampler, hf_sampler, sample_key
 from .tokens import Token, perturb, tokenize, unique_tokens
 
 __all__ = [
@@ -72,6 +73,7 @@ __all__ = [
     "permutation_test_from_distances",
     "perturb",
     "resolve_neighbours",
+    "sample_key",
     "select_tokens",
     "tokenize",
     "top_k",

@@ -214,6 +214,28 @@ def test_cache_only_samples_what_is_new(tmp_path) -> None:
     assert len(backend.calls) == first + 4
 
 
+def test_sampler_uses_the_shared_cache_and_reads_its_files(tmp_path) -> None:
+    import json
+
+    from psens import backends
+
+    assert D.ResponseCache is backends.ResponseCache
+    s = D.CachedSampler(FakeModel(), model="fake", cache_dir=tmp_path, max_tokens=7)
+    assert isinstance(s.cache, backends.ResponseCache) and s.cache.root == tmp_path
+    # a file laid out as DBSA's cache always wrote it is served without sampling
+    key = D.sample_key("fake", "hi", {"temperature": 1.0, "max_tokens": 7}, 0)
+    record = {"model": "fake", "prompt": "hi", "params": {}, "seed": 0, "responses": ["a", "b"]}
+    (tmp_path / key[:2]).mkdir()
+    (tmp_path / key[:2] / f"{key}.json").write_text(json.dumps(record))
+    assert s("hi", 2) == ["a", "b"] and s.stats["generated"] == 0
+    assert s("hi", 3)[:2] == ["a", "b"] and s.stats["generated"] == 1
+    assert len(json.loads(s.cache.path(key).read_text())["responses"]) == 3
+    memory = D.CachedSampler(FakeModel(), model=None, cache_dir=tmp_path / "unused")
+    assert memory.cache.root is None and not (tmp_path / "unused").exists()
+    first = memory("hi", 2)
+    assert memory("hi", 2) == first and memory.stats["generated"] == 2 and len(memory.cache) == 1
+
+
 def test_backend_returning_the_wrong_count_is_caught() -> None:
     s = D.CachedSampler(lambda p, n, **kw: ["x"], model="bad")
     with pytest.raises(ValueError, match="returned 1 responses for n=3"):
