@@ -13,7 +13,8 @@ distributions are compared with the energy distance and a permutation test.
 Modules: :mod:`~psens.dbsa.tokens`, :mod:`~psens.dbsa.neighbours`,
 :mod:`~psens.dbsa.sampling`, :mod:`~psens.dbsa.embeddings`, :mod:`~psens.dbsa.distances`,
 :mod:`~psens.dbsa.analysis`, :mod:`~psens.dbsa.highlight`, :mod:`~psens.dbsa.ablations`,
-:mod:`~psens.dbsa.plots` (altair, imported lazily). The response cache is the shared
+:mod:`~psens.dbsa.plots` (altair, imported lazily), :mod:`~psens.dbsa.view` (the
+two-model comparison a UI shows: highlights, top-k table, chart). The response cache is the shared
 :class:`psens.backends.ResponseCache` (re-exported here). Nothing here imports torch,
 sentence-transformers or altair at import time.
 """
@@ -41,6 +42,7 @@ from .neighbours import (
 )
 from .sampling import CachedSampler, ResponseCache, client_sampler, hf_sampler, sample_key
 from .tokens import Token, perturb, tokenize, unique_tokens
+from .view import available_statistics, check_results, dbsa_view, shading, table_html
 
 __all__ = [
     # sampling and embeddings
@@ -52,11 +54,14 @@ __all__ = [
     "Token",
     # pipeline
     "analyse",
+    "available_statistics",
+    "check_results",
     # statistics
     "client_sampler",
     "collect",
     "cross_distances",
     "dbsa",
+    "dbsa_view",
     "dictionary_neighbours",
     "energy_distance",
     "hf_sampler",
@@ -75,6 +80,8 @@ __all__ = [
     "resolve_neighbours",
     "sample_key",
     "select_tokens",
+    "shading",
+    "table_html",
     "tokenize",
     "top_k",
     "unique_tokens",
