@@ -4,7 +4,7 @@ Every function returns an altair chart object (``alt.Chart`` or a layer of chart
 top-level data table) and never displays it. altair is imported inside the functions, so
 ``psens`` imports without the ``widgets`` extra.
 
-The EAS figures follow the published set (seed ``002``, "Step 5"): zone counts (fig. 1),
+The EAS figures follow the published set ("Step 5"): zone counts (fig. 1),
 SensH vs SensJ scatter with the zone thresholds (fig. 2), factor effects (fig. 3), EAS by task
 with bootstrap CIs (fig. 4/5) and signed EAS (fig. 6).
 """
@@ -16,6 +16,7 @@ import pandas as pd
 
 from psens._charts import ZONE_COLORS, altair, need_columns
 from psens._validation import fail
+from psens.eas.tables import instance_key
 
 __all__ = [
     "eas_by_task",
@@ -30,18 +31,6 @@ __all__ = [
 
 def _zone_scale(alt):
     return alt.Scale(domain=list(ZONE_COLORS), range=list(ZONE_COLORS.values()))
-
-
-def instance_key(table: pd.DataFrame) -> pd.Series:
-    """One string key per instance row: ``"<model_name>|<dataset>|<id>"`` (the columns that
-    exist), as used by :func:`zones_scatter` selections and the zone explorer."""
-    cols = [c for c in ("model_name", "dataset", "id") if c in table.columns]
-    if not cols:
-        return pd.Series([str(i) for i in range(len(table))], index=table.index, name="key")
-    key = table[cols[0]].astype(str)
-    for c in cols[1:]:
-        key = key + "|" + table[c].astype(str)
-    return key.rename("key")
 
 
 def zones_scatter(

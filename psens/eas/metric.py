@@ -1,6 +1,6 @@
 """Evaluation-attributable sensitivity (EAS): heuristic vs judge sensitivity.
 
-The EAS study (seed ``002``) renders every item with the 2^3 factorial templates (role framing
+The EAS study renders every item with the 2^3 factorial templates (role framing
 × format directive × answer prefix, ids ``T{role}{fmt}{prefix}``), scores each response with a
 task heuristic ``h_{i,t}`` and with an LLM judge ``j_{i,t}``, and compares the two sensitivity
 estimates per instance::
