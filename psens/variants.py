@@ -1,6 +1,8 @@
 """Prompt variants for output-level sensitivity: the EAS 2^3 design and ProSA's 12 variants.
 
-Everything here is data plus one renderer, :func:`render_variant`.
+Everything here is data plus one renderer, :func:`render_variant`. Items are
+:class:`psens.datasets.Item` (re-exported here as ``Item``); :func:`as_item` makes one
+template-ready (its ``task_type`` set) from a loaded item or a dict.
 
 EAS (Muthukumarana et al., "Methodology Overview"): three binary factors — role framing, format
 directive, answer prefix — give 8 templates with ids ``T{role}{fmt}{prefix}`` (``T000`` …
@@ -41,10 +43,11 @@ References
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any
 
 from psens._validation import fail
+from psens.datasets import Item
 
 __all__ = [
     "EAS_TEMPLATE_IDS",
@@ -73,31 +76,47 @@ SHOT_COUNTS = (0, 1, 3, 5, 7)
 KINDS = ("mcq", "boolean", "open_ended", "math", "code")
 
 
-@dataclass(frozen=True)
-class Item:
-    """One benchmark item.
+def _text(value: Any) -> str:
+    """A text field: None and NaN (a missing cell of a DataFrame row) are empty."""
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    return str(value)
 
-    ``options`` are ``(label, text)`` pairs (empty for non-MCQ); ``answer`` is the gold label,
-    "yes"/"no", the gold span, the final answer (MATH) or a reference solution (code);
-    ``passage`` (BoolQ) or ``context`` (SQuAD) holds the reading text; ``answers`` all gold
-    spans (SQuAD).
-    """
 
-    id: str
-    question: str
-    options: tuple[tuple[str, str], ...] = ()
-    answer: str | None = None
-    passage: str | None = None
-    context: str | None = None
-    dataset: str | None = None
-    task_type: str | None = None
-    answers: tuple[str, ...] = field(default_factory=tuple)
+def _infer_kind(item: Item) -> str:
+    if item.options:
+        return "mcq"
+    if item.passage:
+        return "boolean"
+    if item.context:
+        return "open_ended"
+    return "math"
+
+
+def _with_kind(item: Item) -> Item:
+    """``item`` with its ``task_type`` set (checked when given, inferred otherwise)."""
+    if item.task_type:
+        if item.task_type not in KINDS:
+            fail("task_kind", f"task_type {item.task_type!r} is not known", f"Use one of {KINDS}")
+        return item
+    return replace(item, task_type=_infer_kind(item))
 
 
 def as_item(obj: Item | Mapping[str, Any]) -> Item:
-    """An :class:`Item` from a dict (``options`` as pairs or as published "A) text" strings)."""
+    """A template-ready :class:`Item` (``task_type`` set) from an item or a dict.
+
+    An :class:`Item` with a ``task_type`` is used as it is; one without is read as the loaders
+    lay items out: a context with yes/no options (BoolQ) becomes a boolean item with that
+    passage and a "yes"/"no" answer, a context without options (SQuAD) an open_ended item
+    with all gold spans (``answers``, else ``metadata["answers"]``), anything else keeps its
+    fields and gets its kind inferred. Other objects with ``id`` and ``question`` attributes
+    are read the same way. A dict
+    gives ``options`` as pairs or as published "A) text" strings, ``answer`` (or
+    ``gold_answer``), ``answers`` (or ``all_gold_answers``), ``passage``, ``context``,
+    ``dataset`` (kept in ``metadata``) and ``task_type``; missing or NaN values are empty.
+    """
     if isinstance(obj, Item):
-        return obj
+        return _with_kind(obj) if obj.task_type else _from_dataset_item(obj)
     if not isinstance(obj, Mapping) and hasattr(obj, "question") and hasattr(obj, "id"):
         return _from_dataset_item(obj)
     if not isinstance(obj, Mapping):
@@ -114,55 +133,61 @@ def as_item(obj: Item | Mapping[str, Any]) -> Item:
             opts.append((str(opt[0]), str(opt[1])))
     answer = obj.get("answer", obj.get("gold_answer"))
     answers = obj.get("answers", obj.get("all_gold_answers")) or ()
-    return Item(
-        id=str(obj["id"]),
-        question=str(obj["question"]),
-        options=tuple(opts),
-        answer=None if answer is None else str(answer),
-        passage=obj.get("passage"),
-        context=obj.get("context"),
-        dataset=obj.get("dataset"),
-        task_type=obj.get("task_type"),
-        answers=tuple(str(a) for a in answers),
+    meta = {} if obj.get("dataset") is None else {"dataset": obj["dataset"]}
+    return _with_kind(
+        Item(
+            id=str(obj["id"]),
+            question=str(obj["question"]),
+            options=tuple(opts),
+            answer=_text(answer),
+            passage=_text(obj.get("passage")),
+            context=_text(obj.get("context")),
+            metadata=meta,
+            task_type=_text(obj.get("task_type")),
+            answers=tuple(str(a) for a in answers),
+        )
     )
 
 
 def _from_dataset_item(obj: Any) -> Item:
-    """Convert a :class:`psens.datasets.Item` (``context`` for both BoolQ and SQuAD; BoolQ as
-    options A=yes/B=no) into a template item: BoolQ → boolean with a passage and a yes/no
-    answer, SQuAD-like (no options, a context) → open_ended with all gold spans."""
+    """Convert an item laid out as the loaders do (``context`` for both BoolQ and SQuAD; BoolQ
+    as options A=yes/B=no) into a template item: BoolQ → boolean with a passage and a yes/no
+    answer, SQuAD-like (no options, a context) → open_ended with all gold spans; anything else
+    keeps its fields and gets its kind inferred (``metadata["task_type"]`` if set)."""
     meta = dict(getattr(obj, "metadata", {}) or {})
     options = tuple((str(a), str(b)) for a, b in (getattr(obj, "options", ()) or ()))
-    context = getattr(obj, "context", "") or None
-    answer = getattr(obj, "answer", None)
-    base = {"id": str(obj.id), "question": str(obj.question), "dataset": meta.get("dataset")}
-    if context and [t.lower() for _, t in options] == ["yes", "no"]:
+    context = _text(getattr(obj, "context", ""))
+    passage = _text(getattr(obj, "passage", ""))
+    answer = _text(getattr(obj, "answer", ""))
+    answers = tuple(str(a) for a in getattr(obj, "answers", ()) or ())
+    base = {"id": str(obj.id), "question": str(obj.question), "metadata": meta}
+    if context and not passage and [t.lower() for _, t in options] == ["yes", "no"]:
         yes = options[0][0]
         return Item(
             **base, passage=context, answer="yes" if answer == yes else "no", task_type="boolean"
         )
-    if context and not options:
-        answers = tuple(str(a) for a in meta.get("answers", ()) or ((answer,) if answer else ()))
+    if context and not passage and not options:
+        answers = answers or tuple(str(a) for a in meta.get("answers", ()) or ())
+        answers = answers or ((answer,) if answer else ())
         return Item(**base, context=context, answer=answer, answers=answers, task_type="open_ended")
-    return Item(
-        **base, options=options, answer=answer, context=context, task_type=meta.get("task_type")
+    return _with_kind(
+        Item(
+            **base,
+            options=options,
+            answer=answer,
+            context=context,
+            passage=passage,
+            answers=answers,
+            task_type=_text(getattr(obj, "task_type", "")) or _text(meta.get("task_type")),
+        )
     )
 
 
-def task_kind(item: Item) -> str:
-    """The item's kind: its ``task_type`` if set, else mcq (options), boolean (passage),
-    open_ended (context), math otherwise."""
-    if item.task_type:
-        if item.task_type not in KINDS:
-            fail("task_kind", f"task_type {item.task_type!r} is not known", f"Use one of {KINDS}")
-        return item.task_type
-    if item.options:
-        return "mcq"
-    if item.passage:
-        return "boolean"
-    if item.context:
-        return "open_ended"
-    return "math"
+def task_kind(item: Item | Mapping[str, Any]) -> str:
+    """The item's kind: its ``task_type`` if set, else mcq (options), boolean (passage, or a
+    context with yes/no options as the BoolQ loader gives), open_ended (context), math
+    otherwise."""
+    return as_item(item).task_type
 
 
 def label_list(labels: Sequence[str], *, oxford: bool = True) -> str:
@@ -334,7 +359,7 @@ def _render_prosa(item: Item, kind: str, template_id: str, shots: Sequence[Item]
 
 
 def _answer_text(shot: Item, kind: str) -> str:
-    if shot.answer is None:
+    if not shot.answer:
         fail("render_variant", f"shot {shot.id!r} has no answer", "Give few-shot items answers")
     return str(shot.answer)
 

@@ -24,6 +24,8 @@ from psens.datasets import Item
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "data" / "reference"
+#: A hostile id, name or token: HTML built from data must show it, never run it.
+HOSTILE = "</script><script>alert(1)</script>"
 
 # ------------------------------------------------------------------ literal references
 

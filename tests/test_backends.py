@@ -217,6 +217,18 @@ def test_cache_key_and_atomic_files(tmp_path):
     assert cache.get(k1) is None
 
 
+def test_cache_in_memory():
+    cache = ResponseCache()
+    record = {"status": "ok", "text": "x", "params": {"stop": ("a",)}}
+    cache.put("ab12", record)
+    record["text"] = "changed"  # the cache holds a copy, as a file would
+    got = cache.get("ab12")
+    assert got == {"status": "ok", "text": "x", "params": {"stop": ["a"]}}
+    assert "ab12" in cache and len(cache) == 1 and cache.get("cd34") is None
+    with pytest.raises(ValueError, match="in memory"):
+        cache.path("ab12")
+
+
 def test_bad_arguments_are_explained(tmp_path):
     with pytest.raises(ValueError, match="base_url"):
         OpenAIClient("localhost:8000", "m")

@@ -99,6 +99,7 @@ def test_boolq_becomes_yes_no_mcq(tmp_path):
 def test_squad_and_dolly_are_open_ended(tmp_path):
     (sq,) = datasets.load("squad", path=_jsonl(tmp_path / "s.jsonl", [SQUAD_ROW]))
     assert not sq.is_mcq and sq.answer == "blue" and sq.metadata["answers"] == ["blue", "Blue"]
+    assert sq.answers == ("blue", "Blue") and sq.dataset == "squad"
     (do,) = datasets.load("dolly", path=_jsonl(tmp_path / "d.jsonl.gz", [DOLLY_ROW], gz=True))
     assert do.question == DOLLY_ROW["instruction"] and do.context == DOLLY_ROW["context"]
     assert do.metadata["category"] == "closed_qa"
@@ -108,6 +109,26 @@ def test_psens_own_columns(tmp_path):
     row = {"question": "Pick one", "options": ["x", "y"], "answer": "B"}
     (it,) = datasets.load("arc-easy", path=_jsonl(tmp_path / "own.jsonl", [row]))
     assert it.options == (("A", "x"), ("B", "y"))
+    row = {
+        "question": "Is it?",
+        "options": [],
+        "passage": "It is.",
+        "answers": ["yes"],
+        "task_type": "boolean",
+        "answer": "yes",
+    }
+    (it,) = datasets.load("boolq", path=_jsonl(tmp_path / "own2.jsonl", [row]))
+    assert (it.passage, it.answers, it.task_type) == ("It is.", ("yes",), "boolean")
+
+
+def test_item_equality_ignores_metadata_only():
+    a = Item("x", "Q?", answer="yes", passage="P.", metadata={"dataset": "boolq"})
+    assert a == Item("x", "Q?", answer="yes", passage="P.") and hash(a) == hash(
+        Item("x", "Q?", answer="yes", passage="P.")
+    )
+    assert a.dataset == "boolq" and Item("x", "Q?").dataset is None
+    assert a != Item("x", "Q?", answer="yes", passage="P.", task_type="boolean")
+    assert a != Item("x", "Q?", answer="yes", passage="P.", answers=("yes",))
 
 
 def test_bad_rows_and_names_fail_clearly(tmp_path):

@@ -12,6 +12,7 @@ callbacks on it and :func:`link_models` lets one widget's pick drive another's m
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -95,8 +96,8 @@ class BaseWidget(traitlets.HasTraits):
     Subclasses declare their state traits (listed in ``_state``), set up their data, call
     :meth:`_build` at the end of ``__init__``, and implement ``_controls``, ``_compute``
     (state → tables) and ``_chart`` (tables → chart, pure); optionally ``_summary`` (the
-    status line), ``_body`` (what sits between the controls and the status line) and
-    ``_picked`` (run after a click, before the callbacks).
+    status line, plain text that is HTML-escaped), ``_body`` (what sits between the controls
+    and the status line) and ``_picked`` (run after a click, before the callbacks).
 
     Attributes
     ----------
@@ -164,7 +165,7 @@ class BaseWidget(traitlets.HasTraits):
 
     def _render(self) -> alt.TopLevelMixin:
         self.tables = self._compute()
-        self.status.value = f"<small>{self._summary(self.tables)}</small>"
+        self.status.value = f"<small>{html.escape(self._summary(self.tables))}</small>"
         return self._chart(self.tables)
 
     def refresh(self) -> None:

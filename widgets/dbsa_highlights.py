@@ -3,13 +3,12 @@
 The state (two models, the test statistic, the value shown, k, ...) lives in traits; every
 change recomputes the two Datasets to show (re-analysing stored embeddings when another
 statistic or distance is picked, cached), then the view: two highlighted texts
-(``ipywidgets.HTML``), the top-k table and a bar chart built by the UI-free
-:func:`psens.dbsa.plots.compare_top_k_chart` in one long-lived ``alt.JupyterChart``.
+(``ipywidgets.HTML``), the top-k table and a bar chart, all built by the UI-free
+:func:`psens.dbsa.view.dbsa_view`, the chart shown in one long-lived ``alt.JupyterChart``.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,13 +19,11 @@ import pandas as pd
 import traitlets
 import xarray as xr
 
-from psens._charts import PICK
 from psens._validation import check_in_interval, fail
 from psens.dbsa.ablations import spearman
 from psens.dbsa.analysis import analyse
 from psens.dbsa.distances import STATISTICS
-from psens.dbsa.highlight import highlight_html
-from psens.dbsa.plots import compare_top_k, compare_top_k_chart
+from psens.dbsa.view import VALUE_LABELS, available_statistics, check_results, dbsa_view
 
 from ._base import BaseWidget
 
@@ -34,148 +31,6 @@ __all__ = ["DBSAHighlights", "dbsa_view"]
 
 #: Labels of the test statistics (the "metric" of the comparison).
 STATISTIC_LABELS = {"energy": "energy distance", "emd": "EMD", "mean": "mean difference"}
-#: What the shading and bars show.
-VALUE_LABELS = {"score": "score (normalised per model)", "effect_size": "effect size ω (shared)"}
-_EMBEDDINGS = ("embedding_original", "embedding_perturbed", "neighbour_text", "tested")
-#: Shade of the most important tokens (as in :func:`psens.dbsa.highlight.highlight`).
-COLOUR = "#d62728"
-
-
-def _check_results(results: Any, where: str) -> dict[str, xr.Dataset]:
-    if not isinstance(results, Mapping) or not results:
-        fail(
-            where,
-            f"results is a {type(results).__name__} with no models",
-            "Pass {model name: DBSA Dataset} (the output of psens.dbsa.dbsa or analyse)",
-            TypeError if not isinstance(results, Mapping) else ValueError,
-        )
-    out: dict[str, xr.Dataset] = {}
-    for name, ds in results.items():
-        if not isinstance(ds, xr.Dataset) or "text" not in ds.attrs:
-            fail(
-                where,
-                f"results[{name!r}] is not a DBSA Dataset",
-                "Pass the output of psens.dbsa.dbsa / analyse",
-                TypeError,
-            )
-        if "effect_size" not in ds.variables and not all(v in ds.variables for v in _EMBEDDINGS):
-            fail(where, f"results[{name!r}] has no scores", "Run psens.dbsa.analyse on it first")
-        out[str(name)] = ds
-    return out
-
-
-def _statistics(ds: xr.Dataset) -> list[str]:
-    """Statistics a Dataset can show: all when its embeddings are stored, else its own."""
-    if all(v in ds.variables for v in _EMBEDDINGS):
-        return list(STATISTICS)
-    return [str(ds.attrs.get("statistic", "energy"))]
-
-
-def _shading(ds: xr.Dataset, value: str, scale: float, top: set[str] | None) -> np.ndarray:
-    """Per-position shade in [0, 1] (NaN = plain): normalised score, or ω / shared max."""
-    if value == "score":
-        shade = ds["score_position"].values.astype(float).copy()
-    else:
-        eff = dict(zip(map(str, ds["token"].values), ds["effect_size"].values, strict=True))
-        shade = np.array(
-            [
-                eff[t] / scale if t in eff and scale > 0 else (0.0 if t in eff else np.nan)
-                for t in map(str, ds["text_token"].values)
-            ],
-            dtype=float,
-        )
-    if top is not None:
-        shade[[str(t) not in top for t in ds["text_token"].values]] = np.nan
-    return np.clip(shade, 0.0, 1.0)
-
-
-def _titles(ds: xr.Dataset) -> list[str]:
-    eff = dict(zip(map(str, ds["token"].values), ds["effect_size"].values, strict=True))
-    pv = dict(zip(map(str, ds["token"].values), ds["p_value"].values, strict=True))
-    return [
-        f"{t}: E={eff[t]:.3g}, p={pv[t]:.3g}" if t in eff else t
-        for t in map(str, ds["text_token"].values)
-    ]
-
-
-def _table_html(table: pd.DataFrame, k: int) -> str:
-    """The table-3 layout per model: rank, token, effect size, p-value, p < α."""
-    alpha = table.attrs.get("alpha", 0.05)
-    blocks = []
-    for model, rows in table[table["top"]].groupby("model", sort=False):
-        rows = rows.sort_values("rank")
-        body = "".join(
-            f"<tr><td>{int(r['rank'])}</td><td>{html.escape(str(r['token']))}</td>"
-            f"<td>{r['effect_size']:.3f}</td><td>{r['p_value']:.3f}</td>"
-            f"<td>{'✓' if r['significant'] else '✗'}</td></tr>"
-            for _, r in rows.iterrows()
-        )
-        blocks.append(
-            '<table class="psens-dbsa-topk" style="border-collapse:collapse;margin-right:2em">'
-            f'<caption style="font-weight:600;text-align:left">{html.escape(str(model))}: '
-            f"top {k}</caption><thead><tr><th>#</th><th>word</th><th>effect size</th>"
-            f"<th>p-value</th><th>p &lt; {alpha:g}</th></tr></thead><tbody>{body}</tbody></table>"
-        )
-    return '<div style="display:flex;flex-wrap:wrap">' + "".join(blocks) + "</div>"
-
-
-def dbsa_view(
-    a: xr.Dataset,
-    b: xr.Dataset,
-    *,
-    names: tuple[str, str],
-    k: int = 5,
-    value: str = "score",
-    top_only: bool = False,
-    alpha: float = 0.05,
-    title: str | None = None,
-) -> dict[str, Any]:
-    """The view of two analysed Datasets: highlights, top-k table and chart (pure).
-
-    Parameters
-    ----------
-    a, b : Dataset
-        Analysed DBSA results of the same text (``b`` may be ``a``).
-    names : (str, str)
-        Their labels.
-    k : int
-        Number of top tokens per model (table, bars and, with ``top_only``, the shading).
-    value : {"score", "effect_size"}
-        Shade and bar length: the per-model normalised score (paper tables 1–2) or the raw
-        effect size on a scale shared by both models (largest ω of the two = full colour).
-    top_only : bool
-        Shade only each model's top ``k`` tokens (paper table 3).
-    alpha : float
-    title : str, optional
-        Chart title.
-
-    Returns
-    -------
-    dict
-        ``html_a``, ``html_b`` (highlight HTML), ``table`` (:func:`compare_top_k` DataFrame),
-        ``table_html`` and ``chart`` (``alt.Chart``).
-    """
-    if value not in VALUE_LABELS:
-        fail("dbsa_view", f"value={value!r}", f"Use one of {list(VALUE_LABELS)}")
-    same = names[0] == names[1]
-    results = {names[0]: a} if same else {names[0]: a, names[1]: b}
-    table = compare_top_k(results, k, alpha=alpha)
-    scale = max(float(np.nanmax(ds["effect_size"].values)) for ds in results.values())
-    out: dict[str, Any] = {"table": table}
-    for key, ds, name in (("html_a", a, names[0]), ("html_b", b, names[1])):
-        own = table[(table["model"] == name) & table["top"]]
-        spans = list(zip(ds["start"].values.tolist(), ds["end"].values.tolist(), strict=True))
-        out[key] = highlight_html(
-            ds.attrs["text"],
-            spans,
-            _shading(ds, value, scale, set(own["token"]) if top_only else None),
-            titles=_titles(ds),
-            colour=COLOUR,
-            caption=name,
-        )
-    out["table_html"] = _table_html(table, k)
-    out["chart"] = compare_top_k_chart(table, value=value, select=PICK, title=title)
-    return out
 
 
 class DBSAHighlights(BaseWidget):
@@ -232,7 +87,7 @@ class DBSAHighlights(BaseWidget):
     _state = ("model_a", "model_b", "statistic", "metric", "value", "k", "top_only", "alpha")
 
     def __init__(self, results: Mapping[str, xr.Dataset], **state: Any) -> None:
-        self.results = _check_results(results, "DBSAHighlights")
+        self.results = check_results(results, "DBSAHighlights")
         self.model_names = list(self.results)
         first = next(iter(self.results.values()))
         texts = {ds.attrs["text"] for ds in self.results.values()}
@@ -243,11 +98,13 @@ class DBSAHighlights(BaseWidget):
                 "Compare results of one text (one widget per text)",
             )
         self.statistics = [
-            s for s in STATISTICS if all(s in _statistics(ds) for ds in self.results.values())
+            s
+            for s in STATISTICS
+            if all(s in available_statistics(ds) for ds in self.results.values())
         ]
         self.metrics = (
             ["cosine", "l1", "l2"]
-            if all(_statistics(ds) == list(STATISTICS) for ds in self.results.values())
+            if all(available_statistics(ds) == list(STATISTICS) for ds in self.results.values())
             else [str(first.attrs.get("metric", "cosine"))]
         )
         self.n_tokens = max(

@@ -6,12 +6,12 @@ reports (SensJ), and sorts instances into four zones by the pooled 75th percenti
 ("Four-zone taxonomy"; "high" is strictly above): artifact (H high, J not: the heuristic's
 parsing varies, the answer does not), underdetected (J high, H not), genuine (both), stable
 (neither). The explorer shows the scatter with the two threshold rules; clicking an instance
-shows its per-template heuristic and judge scores and the responses beside it.
+shows its per-template heuristic and judge scores and the responses beside it
+(:func:`psens.eas.tables.instance_detail` and :func:`~psens.eas.tables.instance_detail_html`).
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,9 +24,8 @@ import traitlets
 from psens._charts import PICK
 from psens._validation import check_in_interval, fail
 from psens.eas import instance_metrics, thresholds, zones
-from psens.eas.charts import instance_key, template_scores, zones_scatter
-from psens.eas.metric import judge_float
-from psens.eas.scoring import heuristic_scores
+from psens.eas.charts import template_scores, zones_scatter
+from psens.eas.tables import instance_detail, instance_detail_html, instance_key
 
 from ._base import EMBED_OPTIONS, BaseWidget
 
@@ -35,66 +34,6 @@ __all__ = ["EASZones", "instance_detail"]
 ALL = "all"
 SCORERS = {"corrected": None, "eas": "eas"}
 _NEED = ["id", "dataset", "model_name", "sens_heuristic", "sens_judge"]
-
-
-def instance_detail(rows: pd.DataFrame, key: str, compat: str | None = None) -> pd.DataFrame:
-    """The per-template scores of one instance: ``template_id, role, fmt, prefix, heuristic,
-    judge, raw_response, judge_raw`` (sorted by template), from judged response rows.
-
-    ``heuristic`` is :func:`psens.eas.scoring.heuristic_scores` (``compat="eas"``: the published
-    scorers), ``judge`` the verdict as 1.0/0.0 (NaN when missing), as in
-    :func:`psens.eas.instance_metrics`. ``key`` is ``"<model_name>|<dataset>|<id>"``.
-    """
-    sub = rows[instance_key(rows).to_numpy() == key]
-    cols = ["template_id", "role", "fmt", "prefix", "heuristic", "judge", "raw_response"]
-    if sub.empty:
-        return pd.DataFrame(columns=[*cols, "judge_raw"])
-    sub = sub.reset_index(drop=True)
-    out = sub[[c for c in ("template_id", "role", "fmt", "prefix") if c in sub.columns]].copy()
-    out["heuristic"] = heuristic_scores(sub, compat=compat).to_numpy()
-    out["judge"] = judge_float(sub["judge_correct"]).to_numpy()
-    out["raw_response"] = sub["raw_response"].to_numpy()
-    out["judge_raw"] = sub["judge_raw"].to_numpy() if "judge_raw" in sub.columns else None
-    return out.sort_values("template_id").reset_index(drop=True)
-
-
-def _cell(value: Any, width: int = 90) -> str:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return "<i>failed</i>"
-    text = str(value).replace("\n", " ⏎ ")
-    text = text if len(text) <= width else text[: width - 1] + "…"
-    return html.escape(text)
-
-
-def _detail_html(metrics: pd.Series | None, detail: pd.DataFrame) -> str:
-    parts = []
-    if metrics is not None:
-        eff = ", ".join(
-            f"{k}: Δh={metrics.get(f'effect_{k}_heuristic', np.nan):+.2f} "
-            f"Δj={metrics.get(f'effect_{k}_judge', np.nan):+.2f}"
-            for k in ("role", "fmt", "prefix")
-        )
-        parts.append(
-            f"<b>{html.escape(str(metrics['id']))}</b> · {html.escape(str(metrics['model_name']))}"
-            f" · {html.escape(str(metrics['dataset']))} · zone <b>{metrics['zone']}</b><br>"
-            f"SensH {metrics['sens_heuristic']:.3f} · SensJ {metrics['sens_judge']:.3f} · "
-            f"EAS {abs(metrics['sens_heuristic'] - metrics['sens_judge']):.3f}<br>"
-            f"<small>{eff}</small>"
-        )
-    if not detail.empty:
-        body = "".join(
-            f"<tr><td>{r.template_id}</td><td>{_cell(r.heuristic)}</td><td>{_cell(r.judge)}</td>"
-            f"<td>{_cell(r.raw_response)}</td><td>{_cell(r.judge_raw, 30)}</td></tr>"
-            for r in detail.itertuples()
-        )
-        parts.append(
-            '<table class="psens-eas-detail" style="font-size:smaller">'
-            "<thead><tr><th>template</th><th>heuristic</th><th>judge</th><th>response</th>"
-            f"<th>judge said</th></tr></thead><tbody>{body}</tbody></table>"
-        )
-    elif metrics is not None:
-        parts.append("<small>Pass the judged rows (rows=...) to see each template.</small>")
-    return "<br>".join(parts) or "<small>Click an instance on the scatter.</small>"
 
 
 class EASZones(BaseWidget):
@@ -327,7 +266,7 @@ class EASZones(BaseWidget):
         self.detail_chart.chart = template_scores(
             detail if not detail.empty else self._empty_detail(), title=title
         ).properties(width=300, height=160)
-        self.detail_html.value = _detail_html(metrics, detail)
+        self.detail_html.value = instance_detail_html(metrics, detail)
 
     def _on_instance(self, change: dict) -> None:
         self._show_detail()

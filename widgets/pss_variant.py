@@ -7,134 +7,37 @@ widget shows, for a selection of models:
 
 * ``view="model"``: the dataset PSS per model (ProSA fig. 3/4);
 * ``view="variant"``: each variant's share of the PSS, ``D_p`` = the mean gap between
-  variant ``p`` and the other variants (:func:`psens.eas.charts.variant_disagreement`;
+  variant ``p`` and the other variants (:func:`psens.pss.variant_disagreement`;
   its mean over variants is the PSS), which shows *which* prompts drive a model's
   sensitivity, with the mean score per variant in the table;
 * ``view="style"``: PSS within each prompt style (the three variants of ProSA §3.1's
   simple / role / emotional / output styles), when the variants carry a ``style`` coord;
 * ``view="shot"``: PSS against the number of shots (§3.4 fig. 5), when there is a ``shot``
   dim.
+
+The tables come from the UI-free :func:`psens.pss.tables.pss_tables`.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import altair as alt
 import ipywidgets
-import numpy as np
-import pandas as pd
 import traitlets
 import xarray as xr
 
 from psens._charts import PICK
 from psens._validation import fail
-from psens.pss import pss as dataset_pss
 from psens.pss.charts import pss_by_model, pss_by_shot, pss_by_variant
-from psens.pss.metric import variant_disagreement
+from psens.pss.tables import CANDIDATES, pss_tables, variant_dim
 
 from ._base import BaseWidget
 
 __all__ = ["PSSByVariant", "pss_tables"]
 
-#: Variable names tried (in order) for each score kind when ``variables`` is not given.
-CANDIDATES = {
-    "binary": ("binary", "correct", "heuristic"),
-    "graded": ("graded", "score", "judge_score", "prob_gold"),
-}
-VARIANT_DIMS = ("variant", "template", "prompt", "version")
-SAMPLE_DIMS = ("sample", "instance", "item")
 VIEWS = ("model", "variant", "style", "shot")
-
-
-def _dim(da: xr.DataArray, candidates: Sequence[str], what: str) -> str:
-    for d in candidates:
-        if d in da.dims:
-            return d
-    fail("PSSByVariant", f"no {what} dim among {da.dims}", f"Name it one of {candidates}")
-    raise AssertionError  # unreachable
-
-
-def pss_tables(
-    scores: xr.DataArray, *, shot: int | None = None, models: Sequence[str] | None = None
-) -> dict[str, pd.DataFrame]:
-    """The tables behind :class:`PSSByVariant` for one score DataArray (pure).
-
-    Parameters
-    ----------
-    scores
-        Scores in [0, 1] over ``model``, a sample dim (``sample``/``instance``/``item``), a
-        variant dim (``variant``/``template``/...) and optionally ``shot``; NaN = failed call.
-        A ``style`` coord on the variant dim enables the per-style table.
-    shot
-        Shot count used by the model, variant and style tables (default: the first).
-    models
-        Models to keep (default: all).
-
-    Returns
-    -------
-    dict with ``model`` (model, pss, n_used, n_skipped), ``variant`` (model, variant,
-    [style,] disagreement, mean_score, pss), ``style`` (model, style, pss; empty without a
-    ``style`` coord) and ``shot`` (model, shot, pss; empty without a shot dim).
-    """
-    vdim = _dim(scores, VARIANT_DIMS, "variant")
-    sdim = _dim(scores, SAMPLE_DIMS, "sample")
-    if "model" not in scores.dims:
-        scores = scores.expand_dims(model=[str(scores.name or "model")])
-    if models is not None:
-        scores = scores.sel(model=list(models))
-    by_shot = pd.DataFrame(columns=["model", "shot", "pss"])
-    if "shot" in scores.dims:
-        value = dataset_pss(scores, dim=vdim, instance_dim=sdim)
-        by_shot = value.rename("pss").to_dataframe().reset_index()[["model", "shot", "pss"]]
-        scores = scores.sel(shot=shot if shot is not None else scores["shot"].values[0])
-    scores = scores.transpose("model", sdim, vdim)
-    value, used, skipped = dataset_pss(scores, dim=vdim, instance_dim=sdim, return_counts=True)
-    names = [str(m) for m in scores["model"].values]
-    by_model = pd.DataFrame(
-        {
-            "model": names,
-            "pss": value.values.astype(float),
-            "n_used": used.values.astype(int),
-            "n_skipped": skipped.values.astype(int),
-        }
-    )
-    arr = scores.values.astype(float)
-    dis = variant_disagreement(arr)  # (model, sample, variant)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column gives NaN
-        d_mean = np.nanmean(dis, axis=1)
-        s_mean = np.nanmean(arr, axis=1)
-    variants = [str(v) for v in scores[vdim].values]
-    styles = [str(s) for s in scores["style"].values] if "style" in scores.coords else None
-    recs = []
-    for m, name in enumerate(names):
-        for v, var in enumerate(variants):
-            rec = {
-                "model": name,
-                "variant": var,
-                "disagreement": float(d_mean[m, v]),
-                "mean_score": float(s_mean[m, v]),
-                "pss": float(by_model["pss"].iloc[m]),
-            }
-            if styles is not None:
-                rec["style"] = styles[v]
-            recs.append(rec)
-    by_variant = pd.DataFrame.from_records(recs)
-    by_style = pd.DataFrame(columns=["model", "style", "pss"])
-    if styles is not None:
-        parts = []
-        for style in dict.fromkeys(styles):
-            keep = [v for v, s in zip(variants, styles, strict=True) if s == style]
-            sub = scores.sel({vdim: keep})
-            val = dataset_pss(sub, dim=vdim, instance_dim=sdim)
-            parts.append(
-                pd.DataFrame({"model": names, "style": style, "pss": val.values.astype(float)})
-            )
-        by_style = pd.concat(parts, ignore_index=True)
-    return {"model": by_model, "variant": by_variant, "style": by_style, "shot": by_shot}
 
 
 class PSSByVariant(BaseWidget):
@@ -203,7 +106,7 @@ class PSSByVariant(BaseWidget):
         self.model_names = [str(m) for m in first["model"].values] if "model" in first.dims else []
         if not self.model_names:
             fail(where, "the scores have no model dim", "Add a model dim (expand_dims)")
-        self.vdim = _dim(first, VARIANT_DIMS, "variant")
+        self.vdim = variant_dim(first, where)
         self.views = ["model", "variant"]
         if "style" in first.coords:
             self.views.append("style")

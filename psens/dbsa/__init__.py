@@ -14,7 +14,9 @@ distributions are compared with the energy distance and a permutation test.
 Modules: :mod:`~psens.dbsa.tokens`, :mod:`~psens.dbsa.neighbours`,
 :mod:`~psens.dbsa.sampling`, :mod:`~psens.dbsa.embeddings`, :mod:`~psens.dbsa.distances`,
 :mod:`~psens.dbsa.analysis`, :mod:`~psens.dbsa.highlight`, :mod:`~psens.dbsa.ablations`,
-:mod:`~psens.dbsa.plots` (altair, imported lazily). Nothing here imports torch,
+:mod:`~psens.dbsa.plots` (altair, imported lazily), :mod:`~psens.dbsa.view` (the
+two-model comparison a UI shows: highlights, top-k table, chart). The response cache is the shared
+:class:`psens.backends.ResponseCache` (re-exported here). Nothing here imports torch,
 sentence-transformers or altair at import time.
 
 References
@@ -45,8 +47,9 @@ from .neighbours import (
     minilm_vocabulary,
     number_neighbours,
 )
-from .sampling import CachedSampler, ResponseCache, client_sampler, hf_sampler
+from .sampling import CachedSampler, ResponseCache, client_sampler, hf_sampler, sample_key
 from .tokens import Token, perturb, tokenize, unique_tokens
+from .view import available_statistics, check_results, dbsa_view, shading, table_html
 
 __all__ = [
     # sampling and embeddings
@@ -58,11 +61,14 @@ __all__ = [
     "Token",
     # pipeline
     "analyse",
+    "available_statistics",
+    "check_results",
     # statistics
     "client_sampler",
     "collect",
     "cross_distances",
     "dbsa",
+    "dbsa_view",
     "dictionary_neighbours",
     "energy_distance",
     "hf_sampler",
@@ -79,7 +85,10 @@ __all__ = [
     "permutation_test_from_distances",
     "perturb",
     "resolve_neighbours",
+    "sample_key",
     "select_tokens",
+    "shading",
+    "table_html",
     "tokenize",
     "top_k",
     "unique_tokens",

@@ -31,7 +31,14 @@ import xarray as xr
 
 from .._validation import fail
 
-__all__ = ["Highlight", "compare_highlights", "highlight", "highlight_html", "highlight_markdown"]
+__all__ = [
+    "Highlight",
+    "compare_highlights",
+    "highlight",
+    "highlight_html",
+    "highlight_markdown",
+    "token_titles",
+]
 
 _CONTAINER = (
     "font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; line-height: 1.9; "
@@ -152,7 +159,9 @@ def _position_scores(ds: xr.Dataset, top: int | None) -> np.ndarray:
     return scores
 
 
-def _titles(ds: xr.Dataset) -> list[str]:
+def token_titles(ds: xr.Dataset) -> list[str]:
+    """Tooltip text per text position: ``"<token>: E=<ω>, p=<p-value>"`` for a tested token,
+    the token alone otherwise (escaped by :func:`highlight_html`)."""
     eff = dict(zip(map(str, ds["token"].values), ds["effect_size"].values, strict=True))
     pv = dict(zip(map(str, ds["token"].values), ds["p_value"].values, strict=True))
     out = []
@@ -196,7 +205,7 @@ def highlight(
             ds.attrs["text"],
             spans,
             _position_scores(ds, top),
-            titles=_titles(ds),
+            titles=token_titles(ds),
             colour=colour,
             legend=legend,
             caption=cap or None,
@@ -219,7 +228,7 @@ def compare_highlights(
                 ds.attrs["text"],
                 spans,
                 _position_scores(ds, top),
-                titles=_titles(ds),
+                titles=token_titles(ds),
                 colour=colour,
                 legend=i == 0,
                 caption=str(label),

@@ -14,8 +14,9 @@ that returns ``n`` independent responses. Two backends plug in directly:
   ``chat``/``complete`` methods — by sending one request per response with its own seed;
 * any other function with the signature above.
 
-:class:`CachedSampler` puts a cache in front of a backend. A cache entry is keyed by
-``(model, prompt, params, seed)``; asking again for the same key reads the stored responses,
+:class:`CachedSampler` puts a cache (the shared :class:`psens.backends.ResponseCache`) in
+front of a backend. A cache entry is keyed by ``(model, prompt, params, seed)``
+(:func:`sample_key`); asking again for the same key reads the stored responses,
 asking for *more* responses than stored samples only the missing ones (with a seed derived
 from the key and the number already stored), and a new neighbour costs only its own prompt.
 Each prompt gets its own backend seed derived from ``(seed, prompt)`` so the original and
@@ -39,10 +40,10 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, Protocol
 
 from .._validation import check_positive_int, fail
+from ..backends import ResponseCache
 
 __all__ = [
     "CachedSampler",
@@ -51,6 +52,7 @@ __all__ = [
     "client_sampler",
     "derive_seed",
     "hf_sampler",
+    "sample_key",
 ]
 
 
@@ -68,61 +70,15 @@ def derive_seed(*parts: Any) -> int:
     return int.from_bytes(hashlib.sha256(blob).digest()[:4], "big") & 0x7FFFFFFF
 
 
-class ResponseCache:
-    """Responses keyed by ``(model, prompt, params, seed)``; on disk when ``path`` is given.
-
-    On disk, each key is one small JSON file ``<path>/<hh>/<sha256>.json`` holding the key
-    fields and the list of responses, written atomically (write to a temporary file, then
-    rename), so several processes can share a cache directory. ``path=None`` keeps the
-    cache in memory for the lifetime of the object.
-    """
-
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self.path = Path(path).expanduser() if path is not None else None
-        self._memory: dict[str, dict[str, Any]] = {}
-        if self.path is not None:
-            self.path.mkdir(parents=True, exist_ok=True)
-
-    @staticmethod
-    def key(model: str, prompt: str, params: dict[str, Any], seed: int) -> str:
-        """The sha256 hex digest of the canonical JSON of the key fields."""
-        blob = json.dumps(
-            {"model": model, "prompt": prompt, "params": params, "seed": seed},
-            sort_keys=True,
-            ensure_ascii=False,
-        )
-        return hashlib.sha256(blob.encode()).hexdigest()
-
-    def _file(self, key: str) -> Path:
-        assert self.path is not None
-        return self.path / key[:2] / f"{key}.json"
-
-    def get(self, key: str) -> list[str]:
-        """Stored responses for ``key`` (empty list when none)."""
-        if key in self._memory:
-            return list(self._memory[key]["responses"])
-        if self.path is not None:
-            f = self._file(key)
-            if f.exists():
-                rec = json.loads(f.read_text(encoding="utf-8"))
-                self._memory[key] = rec
-                return list(rec["responses"])
-        return []
-
-    def put(self, key: str, record: dict[str, Any]) -> None:
-        """Store ``record`` (must hold ``"responses"``) under ``key``."""
-        self._memory[key] = record
-        if self.path is not None:
-            f = self._file(key)
-            f.parent.mkdir(parents=True, exist_ok=True)
-            tmp = f.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
-            os.replace(tmp, f)
-
-    def __len__(self) -> int:
-        if self.path is None:
-            return len(self._memory)
-        return sum(1 for _ in self.path.glob("*/*.json"))
+def sample_key(model: str, prompt: str, params: dict[str, Any], seed: int) -> str:
+    """The cache key of a :class:`CachedSampler` entry: the sha256 hex digest of the canonical
+    JSON of ``(model, prompt, params, seed)``."""
+    blob = json.dumps(
+        {"model": model, "prompt": prompt, "params": params, "seed": seed},
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 class CachedSampler:
@@ -137,7 +93,8 @@ class CachedSampler:
         memory even if ``cache_dir`` is given, because responses of different backends
         could not be told apart on disk.
     cache_dir : path, optional
-        Directory of the on-disk cache (see :class:`ResponseCache`).
+        Directory of the on-disk cache: a :class:`psens.backends.ResponseCache` whose
+        record per key holds the key fields and the list of responses (``responses``).
     temperature : float, default 1.0
     max_tokens : int, default 256
         Maximum number of new tokens per response (appendix D.3).
@@ -185,8 +142,9 @@ class CachedSampler:
         """``n`` responses to ``prompt`` (cached ones first, then only the missing ones)."""
         n = check_positive_int(n, "CachedSampler", "n")
         model = self.model if self.model is not None else f"<unnamed {id(self.backend)}>"
-        key = self.cache.key(model, prompt, self.key_params, int(seed))
-        have = self.cache.get(key)
+        key = sample_key(model, prompt, self.key_params, int(seed))
+        record = self.cache.get(key)
+        have = list(record["responses"]) if record is not None else []
         self.stats["requested"] += n
         self.stats["from_cache"] += min(n, len(have))
         if len(have) < n:

@@ -5,6 +5,8 @@
   effects, response generation and judging through a client;
 * :mod:`psens.eas.scoring` — the task heuristics (MCQ letter, yes/no, SQuAD F1), with a
   ``compat="eas"`` mode that reproduces the published scorers;
+* :mod:`psens.eas.tables` — one instance up close: its key, per-template scores and
+  responses, and their HTML;
 * :mod:`psens.eas.charts` — the published figures (altair);
 * the 8 templates (``T000``–``T111``) are rendered by :func:`psens.variants.render_variant`.
 
@@ -33,6 +35,7 @@ from psens.eas.metric import (
     zones,
 )
 from psens.eas.scoring import heuristic_score, heuristic_scores
+from psens.eas.tables import instance_detail, instance_detail_html, instance_key
 from psens.variants import EAS_TEMPLATE_IDS, eas_factors, render_variant
 
 __all__ = [
@@ -49,6 +52,9 @@ __all__ = [
     "generate_responses",
     "heuristic_score",
     "heuristic_scores",
+    "instance_detail",
+    "instance_detail_html",
+    "instance_key",
     "instance_metrics",
     "judge_responses",
     "render_variant",

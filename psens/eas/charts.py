@@ -23,6 +23,7 @@ import pandas as pd
 
 from psens._charts import ZONE_COLORS, altair, need_columns
 from psens._validation import fail
+from psens.eas.tables import instance_key
 
 __all__ = [
     "eas_by_task",
@@ -37,18 +38,6 @@ __all__ = [
 
 def _zone_scale(alt):
     return alt.Scale(domain=list(ZONE_COLORS), range=list(ZONE_COLORS.values()))
-
-
-def instance_key(table: pd.DataFrame) -> pd.Series:
-    """One string key per instance row: ``"<model_name>|<dataset>|<id>"`` (the columns that
-    exist), as used by :func:`zones_scatter` selections and the zone explorer."""
-    cols = [c for c in ("model_name", "dataset", "id") if c in table.columns]
-    if not cols:
-        return pd.Series([str(i) for i in range(len(table))], index=table.index, name="key")
-    key = table[cols[0]].astype(str)
-    for c in cols[1:]:
-        key = key + "|" + table[c].astype(str)
-    return key.rename("key")
 
 
 def zones_scatter(

@@ -531,7 +531,8 @@ def build_rows(
 ) -> pd.DataFrame:
     """One row per (item, template) with the published columns (``id, dataset, question,
     options, passage, context, gold_answer, all_gold_answers, task_type, template_id, role,
-    fmt, prefix, prompt, model_name``); options are written as "A) text" strings as published.
+    fmt, prefix, prompt, model_name``); options are written as "A) text" strings as published,
+    and a missing passage, context or gold answer is None.
     """
     from psens.variants import (
         EAS_TEMPLATE_IDS,
@@ -546,7 +547,7 @@ def build_rows(
     for raw in items:
         it = as_item(raw)
         kind = task_kind(it)
-        answers = list(it.answers) or ([it.answer] if it.answer is not None else [])
+        answers = list(it.answers) or ([it.answer] if it.answer else [])
         for tid in tids:
             records.append(
                 {
@@ -554,9 +555,9 @@ def build_rows(
                     "dataset": dataset,
                     "question": it.question,
                     "options": [f"{lab}) {txt}" for lab, txt in it.options],
-                    "passage": it.passage,
-                    "context": it.context,
-                    "gold_answer": it.answer,
+                    "passage": it.passage or None,
+                    "context": it.context or None,
+                    "gold_answer": it.answer or None,
                     "all_gold_answers": answers,
                     "task_type": kind,
                     "template_id": tid,

@@ -3,6 +3,8 @@
 * :mod:`psens.pss.metric` — PSS per instance and per dataset (ProSA §2.2 eq. 1–2), the
   per-variant share of an instance's PSS, decoding confidence (§5), arena-label scores and
   the published prompt versions of the subjective benchmarks (§4);
+* :mod:`psens.pss.tables` — the tables per model, variant, style and shot count of one score
+  DataArray (what the charts and a PSS explorer show);
 * :mod:`psens.pss.charts` — PSS per model, per shot count and per variant (altair);
 * the 12 prompt variants (``P01``–``P12``) are rendered by :func:`psens.variants.render_variant`.
 
@@ -18,6 +20,7 @@ from psens.pss.metric import (
     PSSSummary,
     arena_label_score,
     confidence,
+    find_dim,
     instance_confidence,
     instance_pss,
     load_prosa_versions,
@@ -25,6 +28,7 @@ from psens.pss.metric import (
     top_token_probability,
     variant_disagreement,
 )
+from psens.pss.tables import pss_tables, sample_dim, variant_dim
 from psens.variants import PROSA_STYLES, PROSA_TEMPLATE_IDS, SHOT_COUNTS, render_variant
 
 __all__ = [
@@ -35,11 +39,15 @@ __all__ = [
     "PSSSummary",
     "arena_label_score",
     "confidence",
+    "find_dim",
     "instance_confidence",
     "instance_pss",
     "load_prosa_versions",
     "pss",
+    "pss_tables",
     "render_variant",
+    "sample_dim",
     "top_token_probability",
+    "variant_dim",
     "variant_disagreement",
 ]

@@ -48,6 +48,7 @@ __all__ = [
     "PSSSummary",
     "arena_label_score",
     "confidence",
+    "find_dim",
     "instance_confidence",
     "instance_pss",
     "load_prosa_versions",
@@ -70,18 +71,52 @@ class PSSSummary(NamedTuple):
     n_skipped: int
 
 
-def _find_dim(da: xr.DataArray, given: str | None, candidates: Sequence[str], where: str) -> str:
+def find_dim(
+    da: xr.DataArray,
+    candidates: Sequence[str],
+    *,
+    given: str | None = None,
+    prefer: str | None = None,
+    where: str = "find_dim",
+) -> str:
+    """The name of one dim of ``da``: ``given`` if passed, else the first of ``candidates``.
+
+    Parameters
+    ----------
+    da : DataArray
+    candidates : sequence of str
+        Accepted names in order, e.g. :data:`VARIANT_DIMS` or :data:`INSTANCE_DIMS`.
+    given : str, optional
+        An explicit dim name; it must be a dim of ``da``.
+    prefer : str, optional
+        A candidate tried before the others (the rest keep their order), e.g.
+        ``prefer="variant"`` for scores whose variant axis is usually named ``variant``.
+    where : str
+        The caller's name, for the error message.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        When ``given`` is not a dim of ``da`` or no candidate is.
+    """
     if given is not None:
         if given not in da.dims:
             fail(where, f"dim {given!r} is not one of {da.dims}", "Pass an existing dim name")
         return given
-    for name in candidates:
+    order = tuple(candidates)
+    if prefer is not None:
+        order = (prefer, *(c for c in order if c != prefer))
+    for name in order:
         if name in da.dims:
             return name
     fail(
         where,
-        f"none of the dims {da.dims} is one of {tuple(candidates)}",
-        f"Name the dim (e.g. {candidates[0]!r}) or pass it explicitly",
+        f"none of the dims {da.dims} is one of {order}",
+        f"Name the dim (e.g. {order[0]!r}) or pass it explicitly",
     )
     raise AssertionError  # unreachable
 
@@ -146,7 +181,7 @@ def instance_pss(scores: Any, *, dim: str | None = None) -> np.ndarray | xr.Data
     """
     where = "instance_pss"
     if isinstance(scores, xr.DataArray):
-        d = _find_dim(scores, dim, VARIANT_DIMS, where)
+        d = find_dim(scores, VARIANT_DIMS, given=dim, where=where)
         _as_scores(scores.transpose(..., d).values.reshape(-1, scores.sizes[d]), where)
         out = xr.apply_ufunc(
             _pair_gap_mean, scores.astype(float), input_core_dims=[[d]], keep_attrs=True
@@ -182,7 +217,7 @@ def pss(
     """
     s = instance_pss(scores, dim=dim)
     if isinstance(s, xr.DataArray):
-        idim = _find_dim(s, instance_dim, INSTANCE_DIMS, "pss")
+        idim = find_dim(s, INSTANCE_DIMS, given=instance_dim, where="pss")
         value = s.mean(idim, skipna=True)
         used = s.notnull().sum(idim)
         skipped = s.isnull().sum(idim)
@@ -272,7 +307,7 @@ def instance_confidence(
     (failed calls) are skipped in the mean.
     """
     if isinstance(probs, xr.DataArray):
-        d = _find_dim(probs, dim, VARIANT_DIMS, "instance_confidence")
+        d = find_dim(probs, VARIANT_DIMS, given=dim, where="instance_confidence")
         top = xr.apply_ufunc(
             lambda a: top_token_probability(a, **kwargs),
             probs.astype(float),
@@ -290,7 +325,9 @@ def confidence(probs: Any, *, instance_dim: str | None = None, **kwargs: Any) ->
     instances (ProSA §5.1). Arguments as for :func:`instance_confidence`."""
     c = instance_confidence(probs, **kwargs)
     if isinstance(c, xr.DataArray):
-        return c.mean(_find_dim(c, instance_dim, INSTANCE_DIMS, "confidence"), skipna=True)
+        return c.mean(
+            find_dim(c, INSTANCE_DIMS, given=instance_dim, where="confidence"), skipna=True
+        )
     out = np.nanmean(c, axis=-1)
     return float(out) if np.ndim(out) == 0 else out
 

@@ -21,6 +21,8 @@ from psens.dbsa.ablations import (
 )
 from psens.dbsa.highlight import compare_highlights, highlight, highlight_markdown
 from psens.dbsa.neighbours import match_case, parse_synonyms
+from psens.dbsa.view import check_results, table_html
+from tests.support import HOSTILE
 
 TEXT = "John Doe is accused of murder. John Doe is innocent."
 NEIGHBOURS = {
@@ -214,6 +216,28 @@ def test_cache_only_samples_what_is_new(tmp_path) -> None:
     assert len(backend.calls) == first + 4
 
 
+def test_sampler_uses_the_shared_cache_and_reads_its_files(tmp_path) -> None:
+    import json
+
+    from psens import backends
+
+    assert D.ResponseCache is backends.ResponseCache
+    s = D.CachedSampler(FakeModel(), model="fake", cache_dir=tmp_path, max_tokens=7)
+    assert isinstance(s.cache, backends.ResponseCache) and s.cache.root == tmp_path
+    # a file laid out as DBSA's cache always wrote it is served without sampling
+    key = D.sample_key("fake", "hi", {"temperature": 1.0, "max_tokens": 7}, 0)
+    record = {"model": "fake", "prompt": "hi", "params": {}, "seed": 0, "responses": ["a", "b"]}
+    (tmp_path / key[:2]).mkdir()
+    (tmp_path / key[:2] / f"{key}.json").write_text(json.dumps(record))
+    assert s("hi", 2) == ["a", "b"] and s.stats["generated"] == 0
+    assert s("hi", 3)[:2] == ["a", "b"] and s.stats["generated"] == 1
+    assert len(json.loads(s.cache.path(key).read_text())["responses"]) == 3
+    memory = D.CachedSampler(FakeModel(), model=None, cache_dir=tmp_path / "unused")
+    assert memory.cache.root is None and not (tmp_path / "unused").exists()
+    first = memory("hi", 2)
+    assert memory("hi", 2) == first and memory.stats["generated"] == 2 and len(memory.cache) == 1
+
+
 def test_backend_returning_the_wrong_count_is_caught() -> None:
     s = D.CachedSampler(lambda p, n, **kw: ["x"], model="bad")
     with pytest.raises(ValueError, match="returned 1 responses for n=3"):
@@ -336,6 +360,64 @@ def highlight_html_escape() -> str:
     from psens.dbsa.highlight import highlight_html
 
     return highlight_html("<b> x", [(0, 3), (4, 5)], [1.0, float("nan")])
+
+
+def test_view_of_two_results(result: xr.Dataset) -> None:
+    pytest.importorskip("altair")
+    other = D.analyse(result, metric="l1", permutations=19)
+    view = D.dbsa_view(result, other, names=("cos", "l1"), k=2, title="t")
+    assert set(view) == {"html_a", "html_b", "table", "table_html", "chart"}
+    assert set(view["table"]["model"]) == {"cos", "l1"}
+    assert "cos: top 2" in view["table_html"] and "l1: top 2" in view["table_html"]
+    assert 'title="murder: E=' in view["html_a"] and ">cos</div>" in view["html_a"]
+    spec = view["chart"].to_dict()
+    assert spec["title"] == "t" and spec["params"][0]["name"] == "pick"
+    # score: each model's own normalised score; effect_size: one scale over both
+    np.testing.assert_allclose(
+        D.shading(result, "score", 1.0, None),
+        np.clip(result["score_position"].values, 0, 1),
+        equal_nan=True,
+    )
+    scale = float(result["effect_size"].max()) * 2
+    eff = D.shading(result, "effect_size", scale, {"murder"})
+    tokens = [str(t) for t in result["text_token"].values]
+    assert np.nanmax(eff) == pytest.approx(0.5)
+    assert all(np.isnan(v) for v, t in zip(eff, tokens, strict=True) if t != "murder")
+    with pytest.raises(ValueError, match="value="):
+        D.dbsa_view(result, result, names=("a", "a"), value="nope")
+
+
+def test_view_inputs_and_statistics(result: xr.Dataset) -> None:
+    assert D.available_statistics(result) == ["energy", "emd", "mean"]
+    bare = result.drop_vars(["embedding_original", "embedding_perturbed"])
+    assert D.available_statistics(bare) == ["energy"]
+    assert list(check_results({1: result}, "here")) == ["1"]
+    with pytest.raises(TypeError, match="here"):
+        check_results([result], "here")
+    with pytest.raises(ValueError, match="no models"):
+        check_results({}, "here")
+    with pytest.raises(ValueError, match="no scores"):
+        check_results({"x": bare.drop_vars("effect_size")}, "here")
+
+
+def test_view_html_escapes_the_data(result: xr.Dataset) -> None:
+    table = pd.DataFrame(
+        {
+            "model": [HOSTILE],
+            "token": [HOSTILE],
+            "rank": [1],
+            "top": [True],
+            "effect_size": [0.5],
+            "p_value": [0.01],
+            "significant": [True],
+        }
+    )
+    out = table_html(table, 1)
+    assert "<script>" not in out and "&lt;/script&gt;&lt;script&gt;alert(1)" in out
+    pytest.importorskip("altair")
+    view = D.dbsa_view(result, result, names=(HOSTILE, HOSTILE), k=1)
+    for key in ("html_a", "html_b", "table_html"):
+        assert "<script>" not in view[key] and "alert(1)" in view[key]
 
 
 def test_rank_correlations_and_ablations(result: xr.Dataset) -> None:

@@ -15,6 +15,9 @@ from psens.eas import (
     bootstrap_ci,
     build_rows,
     factor_effects,
+    instance_detail,
+    instance_detail_html,
+    instance_key,
     instance_metrics,
     thresholds,
     to_dataset,
@@ -29,7 +32,7 @@ from psens.variants import (
     eas_factors,
     render_variant,
 )
-from tests.support import REFERENCE
+from tests.support import HOSTILE, REFERENCE
 
 EAS_DIR = REFERENCE / "eas"
 KEY_COLS = ["dataset", "model_name", "task_type"]
@@ -221,6 +224,50 @@ def test_instance_metrics_order_independent_and_validates():
         instance_metrics(rows.drop(columns="judge_correct"))
     with pytest.raises(ValueError, match="role has values \\[2\\]"):
         instance_metrics(rows.assign(role=2))
+
+
+def test_instance_detail_per_template():
+    resp = ["maybe", None, "yes", "yes", "maybe", "maybe", "yes", "no"]
+    judge = [True, True, True, None, False, True, True, True]
+    rows = pd.DataFrame(_rows(resp, judge) + _rows(["no"] * 8, [False] * 8, iid="other"))
+    rows = rows.sample(frac=1, random_state=1)
+    keys = instance_key(rows)
+    assert keys.name == "key" and set(keys) == {"m|boolq|x", "m|boolq|other"}
+    assert instance_key(rows[["raw_response"]]).tolist() == [str(i) for i in range(16)]
+    d = instance_detail(rows, "m|boolq|x")
+    assert d.template_id.tolist() == list(EAS_TEMPLATE_IDS)
+    assert d.heuristic.tolist()[2:4] == [1.0, 1.0] and d.heuristic.iloc[0] == 0.0
+    assert np.isnan(d.judge.iloc[3]) and d.judge.iloc[4] == 0.0
+    assert pd.isna(d.raw_response.iloc[1])
+    inst = instance_metrics(rows).set_index("id").loc["x"]
+    assert d.heuristic.mean() == pytest.approx(inst.mean_heuristic)
+    empty = instance_detail(rows, "nope")
+    assert empty.empty and list(empty.columns) == [
+        "template_id",
+        "role",
+        "fmt",
+        "prefix",
+        "heuristic",
+        "judge",
+        "raw_response",
+        "judge_raw",
+    ]
+
+
+def test_instance_detail_html_escapes_the_data():
+    rows = pd.DataFrame(_rows([HOSTILE] * 8, [True] * 8, iid=HOSTILE))
+    rows["template_id"] = [HOSTILE, *EAS_TEMPLATE_IDS[1:]]
+    rows["judge_raw"] = HOSTILE
+    key = instance_key(rows).iloc[0]
+    metrics = instance_metrics(rows).iloc[0].copy()
+    metrics["zone"] = HOSTILE
+    out = instance_detail_html(metrics, instance_detail(rows, key))
+    assert "<script>" not in out and out.count("&lt;script&gt;alert(1)") >= 4
+    assert "<i>failed</i>" in instance_detail_html(
+        None, instance_detail(pd.DataFrame(_rows([None] * 8, [True] * 8)), "m|boolq|x")
+    )
+    assert "Click an instance" in instance_detail_html(None, instance_detail(rows, "nope"))
+    assert "Pass the judged rows" in instance_detail_html(metrics, instance_detail(rows, "nope"))
 
 
 def test_factor_effects_summary(published_instances):
@@ -422,3 +469,36 @@ def test_template_items_from_dataset_layer_items():
     assert rows.drop_duplicates("id").task_type.tolist() == ["boolean", "open_ended"]
     assert rows.drop_duplicates("id").gold_answer.tolist() == ["no", "Bob"]
     assert rows.all_gold_answers.iloc[-1] == ["Bob", "Bobby"]
+
+
+def test_one_item_class_for_loaders_and_templates(tmp_path):
+    from psens import datasets, variants
+    from psens.variants import as_item, task_kind
+
+    assert variants.Item is datasets.Item
+    rows = [{"question": "is the sky blue", "answer": False, "passage": "The sky is grey."}]
+    path = tmp_path / "b.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (loaded,) = datasets.load("boolq", path=path)
+    assert task_kind(loaded) == "boolean"  # the loader's yes/no options become a yes/no item
+    it = as_item(loaded)
+    assert isinstance(it, datasets.Item) and it.dataset == "boolq"
+    assert (it.passage, it.answer, it.options, it.task_type) == (
+        "The sky is grey.",
+        "no",
+        (),
+        "boolean",
+    )
+    assert as_item(it) is it  # template-ready items pass through
+    forced = Item("b", "is it", loaded.options, "B", context="P.", task_type="mcq")
+    assert task_kind(forced) == "mcq" and "letter of the correct option (A or B)" in (
+        render_variant(forced, "T010")
+    )
+    d = as_item({"id": "q", "question": "Q?", "options": ["A) x", "B) y"], "dataset": "arc"})
+    assert d.options == (("A", "x"), ("B", "y")) and d.dataset == "arc" and d.answer == ""
+    nan = as_item({"id": "q", "question": "Q?", "options": ["A) x"], "passage": float("nan")})
+    assert nan.passage == "" and nan.task_type == "mcq"
+    with pytest.raises(ValueError, match="task_type 'essay'"):
+        task_kind(Item("e", "Q", task_type="essay"))
+    with pytest.raises(ValueError, match="no answer"):
+        render_variant(it, "T000", [Item("s", "Q?", passage="P.")])

@@ -16,11 +16,15 @@ from hypothesis.extra.numpy import arrays
 from psens.pss import (
     arena_label_score,
     confidence,
+    find_dim,
     instance_confidence,
     instance_pss,
     load_prosa_versions,
     pss,
+    pss_tables,
     top_token_probability,
+    variant_dim,
+    variant_disagreement,
 )
 from tests.support import REFERENCE
 
@@ -92,6 +96,55 @@ def test_pss_refuses_bad_input():
         instance_pss(np.array([0.0, 1.0]))
     with pytest.raises(ValueError, match="none of the dims"):
         instance_pss(xr.DataArray(np.zeros((2, 3)), dims=("a", "b")))
+
+
+def test_one_dim_finder_with_each_call_site_order():
+    both = xr.DataArray(np.zeros((2, 3, 4)), dims=("sample", "template", "variant"))
+    assert find_dim(both, ("template", "variant")) == "template"
+    assert find_dim(both, ("template", "variant"), prefer="variant") == "variant"
+    assert find_dim(both, ("template",), given="variant") == "variant"
+    assert variant_dim(both) == "variant"  # the tables try "variant" first ...
+    assert instance_pss(both).dims == ("sample", "variant")  # ... the metric "template"
+    with pytest.raises(ValueError, match="where: dim 'x'"):
+        find_dim(both, ("template",), given="x", where="where")
+    with pytest.raises(ValueError, match=r"none of the dims .* \('variant', 'prompt'\)"):
+        find_dim(both.rename(variant="v", template="t"), ("prompt", "variant"), prefer="variant")
+
+
+def test_pss_tables_per_model_variant_style_and_shot():
+    rng = np.random.default_rng(3)
+    y = (rng.random((2, 5, 2, 4)) < 0.5).astype(float)
+    y[0, 0, 0, 1:] = np.nan  # one instance with a single valid variant
+    da = xr.DataArray(
+        y,
+        dims=("model", "item", "shot", "variant"),
+        coords={
+            "model": ["a", "b"],
+            "shot": [0, 3],
+            "variant": ["P01", "P02", "P04", "P05"],
+            "style": ("variant", ["simple", "simple", "role", "role"]),
+        },
+    )
+    t = pss_tables(da, shot=3)
+    by_model = t["model"].set_index("model")
+    for m, name in enumerate(["a", "b"]):
+        summary = pss(y[m, :, 1], return_counts=True)
+        assert by_model.loc[name, "pss"] == pytest.approx(summary.pss)
+        assert by_model.loc[name, "n_skipped"] == summary.n_skipped
+        d = variant_disagreement(y[m, :, 1])
+        got = t["variant"][t["variant"].model == name]
+        np.testing.assert_allclose(got["disagreement"], np.nanmean(d, axis=0))
+        np.testing.assert_allclose(got["mean_score"], np.nanmean(y[m, :, 1], axis=0))
+        role = t["style"].set_index(["model", "style"]).loc[(name, "role"), "pss"]
+        assert role == pytest.approx(pss(y[m, :, 1, 2:]))
+        for s, shot in enumerate([0, 3]):
+            row = t["shot"][(t["shot"].model == name) & (t["shot"].shot == shot)]
+            assert float(row["pss"].iloc[0]) == pytest.approx(pss(y[m, :, s]))
+    assert pss_tables(da, models=["b"])["model"]["model"].tolist() == ["b"]
+    plain = pss_tables(da.isel(shot=0, drop=True).drop_vars("style").sel(model="a"))
+    assert plain["style"].empty and plain["shot"].empty and len(plain["variant"]) == 4
+    with pytest.raises(ValueError, match="pss_tables"):
+        pss_tables(da.rename(item="row"))
 
 
 # ---------------------------------------------------------------------------- confidence

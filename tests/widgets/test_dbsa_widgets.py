@@ -14,6 +14,7 @@ import psens.widgets as W
 from psens import dbsa as D
 from psens.dbsa import plots
 from psens.dbsa.plots import compare_top_k, compare_top_k_chart
+from tests.support import HOSTILE
 
 TEXT = "John Doe is accused of murder in Paris."
 NEIGHBOURS = {
@@ -234,5 +235,13 @@ def test_pick_tokens_on_the_chart(results):
     assert "Click a bar" in w.details.value
 
 
+def test_hostile_model_names_are_shown_not_run(results):
+    w = W.DBSAHighlights({HOSTILE: results["fake-a"], "b": results["fake-b"]}, k=2)
+    w.model_b = HOSTILE  # the single-model status line names the model
+    for html in (w.html_a.value, w.table_html.value, w.status.value):
+        assert "<script>" not in html and "alert(1)" in html
+
+
 def test_exported():
     assert "DBSAHighlights" in W.__all__
+    assert W.dbsa_highlights.dbsa_view is D.dbsa_view

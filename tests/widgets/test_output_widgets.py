@@ -15,12 +15,12 @@ pytest.importorskip("ipywidgets")
 pytest.importorskip("altair")
 
 import psens.widgets as W
-from psens.eas import build_rows, instance_metrics, thresholds, zones
+from psens.eas import build_rows, instance_detail, instance_metrics, thresholds, zones
 from psens.eas import charts as po
 from psens.pss import charts as pss_charts
 from psens.pss import instance_pss, pss, variant_disagreement
 from psens.variants import PROSA_STYLES, PROSA_TEMPLATE_IDS
-from tests.support import REFERENCE
+from tests.support import HOSTILE, REFERENCE
 
 SAMPLE = REFERENCE / "eas" / "judged_gpt4o_arc_sample.jsonl"
 
@@ -143,6 +143,16 @@ def test_click_shows_the_instance_templates(rows):
     w.on_select(got.append, remove=True)
     _click(w, "key", [])
     assert got == [[key]] and w.instance == key  # an empty pick keeps the detail
+
+
+def test_hostile_ids_are_shown_not_run(rows):
+    bad = rows.assign(id=rows["id"].where(rows["id"] != "q3", HOSTILE), model_name="m1")
+    bad = bad.drop_duplicates(["id", "template_id"]).assign(raw_response=HOSTILE)
+    w = W.EASZones(rows=bad, model="m1")
+    w.instance = f"m1|arc_challenge|{HOSTILE}"
+    html = w.detail_html.value
+    assert "<script>" not in html and html.count("alert(1)") >= 2
+    assert "<script>" not in w.status.value
 
 
 def test_instances_only_and_errors(rows):
@@ -299,7 +309,7 @@ def test_chart_extensions_are_valid_vega_lite(rows):
     assert len(spec["layer"]) == 4  # points, two rules, the ring
     assert int(chart.data["picked"].sum()) == 1
     assert len(po.zones_scatter(inst, highlight="absent").to_dict()["layer"]) == 3
-    detail = W.eas_zones.instance_detail(rows, key)
+    detail = instance_detail(rows, key)
     side = po.template_scores(detail, title="x")
     assert len(side.data) == 16 and side.to_dict()["title"] == "x"
     table = pd.DataFrame({"model": ["a", "b"], "pss": [0.1, 0.2], "ci_lo": [0, 0.1]})
