@@ -193,6 +193,20 @@ def _paired(I_and, I_or, tau: float, order: Order | None, where: str):
     return a, b, union
 
 
+def _is_dataset(obj) -> bool:
+    return type(obj).__name__ == "Dataset"
+
+
+def _dataset_tau(I_or, tau: float, where: str) -> float:
+    """``tau`` of a call with a run Dataset first: ``f(ds, 0.2)`` means ``tau=0.2``."""
+    if I_or is None:
+        return tau
+    if np.ndim(I_or) == 0 and isinstance(I_or, int | float | np.floating):
+        return float(I_or)
+    fail(where, "I_or was given with a run Dataset", f"Pass {where}(ds, tau=..., order=...)")
+    raise AssertionError  # unreachable
+
+
 def nanmean(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """Mean along ``axis`` skipping NaN; NaN (no warning) where nothing is left.
 
@@ -205,7 +219,7 @@ def nanmean(x: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
 
 
-def ips_pairs(I_and, I_or, tau: float = 0.1, order: Order | None = None) -> np.ndarray:
+def ips_pairs(I_and, I_or=None, tau: float = 0.1, order: Order | None = None):
     r"""IPS of every unordered template pair, ``[..., pair]`` (NaN: no salient interaction).
 
     .. math::
@@ -213,8 +227,18 @@ def ips_pairs(I_and, I_or, tau: float = 0.1, order: Order | None = None) -> np.n
         \frac{|\tilde I_S(x|T) - \tilde I_S(x|\hat T)|}
              {(|\tilde I_S(x|T)| + |\tilde I_S(x|\hat T)|)/2}
 
-    Pairs are ordered as :func:`template_pairs`.
+    Pairs are ordered as :func:`template_pairs`. A run Dataset may be passed as the first
+    argument (``I_or`` left out), as for :func:`ips`: the result is then a DataArray with a
+    ``pair`` dim labelled ``"a|b"``, computed block-wise by :func:`sample_ips`.
     """
+    if _is_dataset(I_and):
+        tau = _dataset_tau(I_or, tau, "ips_pairs")
+        da = sample_ips(I_and, tau, orders="all" if order is None else order, per_pair=True)
+        da.name = "ips" if order is None else f"ips_{order}"
+        da.attrs["order"] = order or "all"
+        return da
+    if I_or is None:
+        fail("ips_pairs", "I_or is missing", "Pass ips_pairs(I_and, I_or) or ips_pairs(ds)")
     a, b, union = _paired(I_and, I_or, tau, order, "ips")
     with np.errstate(invalid="ignore", divide="ignore"):
         smape = np.abs(a - b) / ((np.abs(a) + np.abs(b)) / 2)
@@ -255,8 +279,8 @@ def ips(I_and, I_or=None, tau: float = 0.1, order: Order | None = None):
     >>> float(ips(np.stack([I, -I]), np.stack([I, -I])))  # every sign flipped
     2.0
     """
-    if type(I_and).__name__ == "Dataset":
-        return _ips_dataset(I_and, tau, order)
+    if _is_dataset(I_and):
+        return _ips_dataset(I_and, _dataset_tau(I_or, tau, "ips"), order)
     if I_or is None:
         fail("ips", "I_or is missing", "Pass ips(I_and, I_or) or ips(run_dataset)", TypeError)
     return nanmean(ips_pairs(I_and, I_or, tau, order))
@@ -307,7 +331,7 @@ def aggregate(values, dim: str | int = "sample"):
 
 def interaction_classes(
     I_and,
-    I_or,
+    I_or=None,
     tau: float = 0.1,
     *,
     order: Order | None = None,
@@ -333,7 +357,20 @@ def interaction_classes(
     dict
         ``counts``: int array ``[..., pair, 3]`` in the order of :data:`CLASSES`;
         ``pairs``: the ``(i, j)`` template indices; ``changed`` when predictions are given.
+        For a run Dataset as the first argument (``I_or`` left out): an xarray Dataset with
+        ``counts(..., pair, class)`` and, when the run has predictions, ``changed(..., pair)``;
+        computed one model at a time.
     """
+    if _is_dataset(I_and):
+        if predictions is not None:
+            fail(
+                "interaction_classes",
+                "predictions were given with a run Dataset",
+                "Leave them out: they come from the run's prediction variable",
+            )
+        return _classes_dataset(I_and, _dataset_tau(I_or, tau, "interaction_classes"), order)
+    if I_or is None:
+        fail("interaction_classes", "I_or is missing", "Pass (I_and, I_or) or a run Dataset")
     a, b, union = _paired(I_and, I_or, tau, order, "interaction_classes")
     with np.errstate(invalid="ignore", divide="ignore"):
         opposite = ((a > 0) & (b < 0)) | ((a < 0) & (b > 0))
@@ -353,6 +390,42 @@ def interaction_classes(
                 "Pass one prediction per sample and template",
             )
         out["changed"] = p[..., i] != p[..., j]
+    return out
+
+
+def _classes_dataset(ds, tau: float, order: Order | None):
+    import xarray as xr
+
+    for name in ("I_and", "I_or"):
+        if name not in ds:
+            fail("interaction_classes", f"the Dataset has no {name!r}", "Pass a psens run")
+    a_da = ds["I_and"].transpose(..., TEMPLATE_DIM, SUBSET_DIM)
+    o_da = ds["I_or"].transpose(..., TEMPLATE_DIM, SUBSET_DIM)
+    pred = ds["prediction"].transpose(*a_da.dims[:-1]) if "prediction" in ds else None
+    lead = a_da.dims[:-2]
+    templates = [str(t) for t in ds[TEMPLATE_DIM].values]
+    models = range(ds.sizes["model"]) if "model" in lead else [None]
+    counts, changed = [], []
+    for m in models:  # one model at a time: a lazily opened run is never loaded whole
+        sel = {} if m is None else {"model": m}
+        p = None if pred is None else np.asarray(pred.isel(sel).values).astype(str)
+        res = interaction_classes(
+            a_da.isel(sel).values, o_da.isel(sel).values, tau, order=order, predictions=p
+        )
+        counts.append(res["counts"])
+        if p is not None:
+            changed.append(res["changed"])
+    stack = (lambda x: np.stack(x)) if "model" in lead else (lambda x: x[0])
+    coords = {k: c for k, c in a_da.coords.items() if set(c.dims) <= set(lead)}
+    coords["pair"] = pair_labels(templates)
+    coords["class"] = list(CLASSES)
+    out = xr.Dataset(
+        {"counts": ([*lead, "pair", "class"], stack(counts))},
+        coords=coords,
+        attrs={"tau": tau, "order": order or "all"},
+    )
+    if changed:
+        out["changed"] = ([*lead, "pair"], stack(changed))
     return out
 
 

@@ -1,0 +1,251 @@
+r"""The ``ds.psens`` accessor: a run Dataset read as an analyst would — words, pairs, tidy rows.
+
+Registered on every :class:`xarray.Dataset` when :mod:`psens` is imported::
+
+    ds = psens.open_run("runs/demo.zarr")
+    ds.psens.words(0b101, sample="q1")          # ['lay', 'NOT']: the words of subset S
+    ds.psens.labels(sample="q1")                # label of every subset: '{lay, NOT}'
+    ds.psens.sel_pair("ips1", "ips4")           # the run at one template pair, by name
+    ds.psens.to_frame(salient_only=True, order="low")   # one row per interaction
+
+Interactions in :meth:`PsensAccessor.to_frame` carry the quantities of the IPS paper [1]_:
+the raw effect :math:`I(S)`, the normalised :math:`\tilde I(S)` (§3.2, per game over all AND
+and OR interactions with :math:`S \neq \emptyset`), salience :math:`|\tilde I(S)| > \tau` and
+the order band of §4.3.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from psens._validation import check_in_interval, fail
+from psens.ips.metric import ORDER_LEVELS, n_players, normalize, order_masks, order_of_subsets
+
+__all__ = ["PsensAccessor"]
+
+_KINDS = ("AND", "OR")
+
+
+def _label(words: Sequence[str], mask: int) -> str:
+    """``'{w1, w2}'``: the words of the bitmask ``mask`` (bit i = ``words[i]``)."""
+    return "{" + ", ".join(w for i, w in enumerate(words) if (int(mask) >> i) & 1) + "}"
+
+
+def _check_run(ds: xr.Dataset, where: str, need: Sequence[str]) -> None:
+    missing = [n for n in need if n not in ds.variables]
+    if missing:
+        fail(where, f"the Dataset has no {missing}", "Pass a psens run (psens.open_run)")
+
+
+@xr.register_dataset_accessor("psens")
+class PsensAccessor:
+    """Analyst's helpers on a psens run Dataset (``ds.psens``)."""
+
+    def __init__(self, ds: xr.Dataset) -> None:
+        self._ds = ds
+
+    # ------------------------------------------------------------------------- words
+
+    def _words_of(self, sample: Any) -> list[str]:
+        ds = self._ds
+        _check_run(ds, "ds.psens.words", ["word"])
+        word = ds["word"]
+        if "sample" in word.dims:
+            if sample is None:
+                if ds.sizes.get("sample", 1) != 1:
+                    fail("ds.psens.words", "the run has several samples", "Pass sample=<id>")
+                word = word.isel(sample=0)
+            else:
+                have = [str(s) for s in ds["sample"].values]
+                if str(sample) not in have:
+                    fail("ds.psens.words", f"sample {sample!r} is not in the run", "Check the id")
+                word = word.isel(sample=have.index(str(sample)))
+        words = [str(w) for w in np.asarray(word.values).ravel()]
+        n = sum(1 for w in words if w)
+        return words[:n]
+
+    def words(self, subset: int, sample: Any = None) -> list[str]:
+        """The words of the interaction ``S`` = ``subset`` (bit i = word i) of ``sample``."""
+        words = self._words_of(sample)
+        subset = int(subset)
+        if subset < 0 or subset >= 1 << len(words):
+            fail(
+                "ds.psens.words",
+                f"subset {subset} is outside the sample's {len(words)} words",
+                f"Use 0 <= subset < {1 << len(words)}",
+            )
+        return [w for i, w in enumerate(words) if (subset >> i) & 1]
+
+    def labels(self, sample: Any = None) -> xr.DataArray:
+        """The label ``'{w1, w2}'`` of every subset of ``sample``'s own words (``subset`` dim)."""
+        words = self._words_of(sample)
+        size = 1 << len(words)
+        bits = (np.arange(size)[:, None] >> np.arange(len(words))) & 1
+        text = [
+            "{" + ", ".join(w for w, b in zip(words, row, strict=True) if b) + "}" for row in bits
+        ]
+        return xr.DataArray(
+            np.asarray(text, dtype=object), dims="subset", coords={"subset": np.arange(size)}
+        )
+
+    # ------------------------------------------------------------------------- pairs
+
+    def pair(self, a: str, b: str) -> int:
+        """Index of the unordered template pair ``{a, b}`` on the ``pair`` dim."""
+        ds = self._ds
+        _check_run(ds, "ds.psens.pair", ["template_a", "template_b"])
+        ta = [str(t) for t in ds["template_a"].values]
+        tb = [str(t) for t in ds["template_b"].values]
+        for k, (x, y) in enumerate(zip(ta, tb, strict=True)):
+            if {x, y} == {str(a), str(b)} and str(a) != str(b):
+                return k
+        names = sorted(set(ta) | set(tb))
+        fail("ds.psens.pair", f"no template pair ({a!r}, {b!r})", f"Use two of {names}")
+        raise AssertionError  # unreachable
+
+    def sel_pair(self, a: str, b: str) -> xr.Dataset:
+        """The run at the template pair ``{a, b}`` (variables over ``pair``), by name."""
+        return self._ds.isel(pair=self.pair(a, b))
+
+    def pair_labels(self) -> list[str]:
+        """``"a|b"`` labels of the ``pair`` dim (the labels :func:`psens.ips.sample_ips` uses)."""
+        ds = self._ds
+        _check_run(ds, "ds.psens.pair_labels", ["template_a", "template_b"])
+        return [
+            f"{x}|{y}"
+            for x, y in zip(ds["template_a"].values, ds["template_b"].values, strict=True)
+        ]
+
+    # ------------------------------------------------------------------------- tidy rows
+
+    def to_frame(
+        self,
+        tau: float = 0.1,
+        *,
+        salient_only: bool = False,
+        order: str | None = None,
+        words: bool = True,
+    ) -> pd.DataFrame:
+        r"""One row per model × sample × [shot ×] template × interaction (AND or OR, ``S≠∅``).
+
+        Parameters
+        ----------
+        tau : float in (0, 1)
+            Salience threshold on :math:`|\tilde I|` (IPS paper §4.1; 0.1).
+        salient_only : bool
+            Keep only salient interactions.
+        order : {"all", "low", "mid", "high"}, optional
+            Keep only interactions of this order band (§4.3; ``n`` the sample's own).
+        words : bool
+            Add the ``words`` column (the subset's words, ``'{w1, w2}'``).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``model, sample, [shot,] template, kind, subset, size, order, value,
+            normalized, salient[, words]``; the prompts and other per-block data are not
+            repeated (join on ``sample``/``template`` when needed). Pending and failed blocks
+            (NaN interactions) give no rows.
+        """
+        ds = self._ds
+        where = "ds.psens.to_frame"
+        _check_run(ds, where, ["I_and", "I_or"])
+        check_in_interval(tau, where, "tau", 0.0, 1.0)
+        if order is not None and order not in ORDER_LEVELS:
+            fail(where, f"order={order!r} is unknown", f"Use one of {ORDER_LEVELS} or None")
+        a_da = ds["I_and"].transpose(..., "template", "subset")
+        o_da = ds["I_or"].transpose(..., "template", "subset")
+        dims = [d for d in a_da.dims[:-1] if d != "model"]  # of one model's block
+        frames = []
+        blocks = a_da.sizes.get("model", 1)
+        for m in range(blocks):  # one model at a time: a lazily opened run is not loaded whole
+            sel = {"model": m} if "model" in a_da.dims else {}
+            a = np.asarray(a_da.isel(sel).values, dtype=float)
+            o = np.asarray(o_da.isel(sel).values, dtype=float)
+            na, no = normalize(a, o)
+            size = a.shape[-1]
+            n = n_players(a)  # per game
+            band = None if order in (None, "all") else order
+            inside = order_masks(n, size, band)  # S != ∅, within the sample's n, of the band
+            for kind, raw, norm in (("AND", a, na), ("OR", o, no)):
+                keep = inside & np.isfinite(raw)
+                if salient_only:
+                    keep &= np.abs(norm) > tau
+                idx = np.nonzero(keep)
+                frame = {
+                    d: np.asarray(a_da[d].values)[idx[k]] if d in a_da.coords else idx[k]
+                    for k, d in enumerate(dims)
+                }
+                row = {"model": str(ds["model"].values[m])} if "model" in a_da.dims else {}
+                frames.append(
+                    pd.DataFrame(
+                        {
+                            **row,
+                            **frame,
+                            "kind": kind,
+                            "subset": idx[-1],
+                            "value": raw[idx],
+                            "normalized": norm[idx],
+                        }
+                    )
+                )
+        out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        if out.empty:
+            return out
+        sizes = order_of_subsets(int(out["subset"].max()) + 1)
+        out.insert(out.columns.get_loc("subset") + 1, "size", sizes[out["subset"].to_numpy()])
+        out["order"] = _band(out, ds)
+        out["salient"] = np.abs(out["normalized"].to_numpy()) > tau
+        for col in ("sample", "template"):
+            if col in out:
+                out[col] = out[col].astype(str)
+        if words and "word" in ds.variables:
+            out["words"] = _word_labels(out, ds)
+        cols = [c for c in ("model", "sample", "shot", "template") if c in out]
+        rest = [c for c in out.columns if c not in cols]
+        return out[cols + rest]
+
+
+def _band(frame: pd.DataFrame, ds: xr.Dataset) -> np.ndarray:
+    """The order band (low/mid/high) of each row, from the sample's own ``n``."""
+    if "n_vars" in ds.variables and "sample" in frame:
+        n_of = {
+            str(s): int(n) for s, n in zip(ds["sample"].values, ds["n_vars"].values, strict=True)
+        }
+        n = frame["sample"].map(n_of).to_numpy()
+    else:
+        n = np.full(len(frame), int(np.log2(ds.sizes["subset"])))
+    k = frame["size"].to_numpy()
+    lo, hi = n // 3, (2 * n) // 3
+    return np.where(k <= lo, "low", np.where(k <= hi, "mid", "high"))
+
+
+def _word_labels(frame: pd.DataFrame, ds: xr.Dataset) -> np.ndarray:
+    """``'{w1, w2}'`` of each row's subset, built once per (sample, subset)."""
+    acc = ds.psens
+    out = np.empty(len(frame), dtype=object)
+    keys = frame["sample"].to_numpy() if "sample" in frame else np.zeros(len(frame))
+    subsets = frame["subset"].to_numpy()
+    for sample, rows in pd.Series(keys).groupby(keys, sort=False).indices.items():
+        words = acc._words_of(sample if "sample" in frame else None)
+        uniq, inverse = np.unique(subsets[rows], return_inverse=True)  # label each subset once
+        text = np.array(
+            [
+                "{" + ", ".join(w for i, w in enumerate(words) if (int(u) >> i) & 1) + "}"
+                for u in uniq
+            ],
+            dtype=object,
+        )
+        out[rows] = text[inverse]
+    return out
