@@ -36,6 +36,8 @@ References
    on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
 .. [2] Li, M., and Zhang, Q. "Defining and Quantifying AND-OR Interactions for Faithful and
    Concise Explanation of DNNs." arXiv:2304.13312, 2023.
+.. [3] Mangasarian, O. L., and Meyer, R. R. "Nonlinear perturbation of linear programs."
+   SIAM Journal on Control and Optimization 17(6), 745–752, 1979.
 """
 
 from __future__ import annotations

@@ -142,7 +142,7 @@ class _DualLP:
     :data:`CHUNK`), so its optimal vertex depends on the game alone.
     """
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, tight: bool = False):
         import highspy
 
         m = (1 << n) - 1
@@ -153,6 +153,8 @@ class _DualLP:
         h.setOptionValue("solver", "simplex")
         # Dantzig pricing: ~10% faster than HiGHS' default on these small, degenerate LPs
         h.setOptionValue("simplex_dual_edge_weight_strategy", 0)
+        if tight:
+            set_tight_tolerances(h)
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = m, m
         lp.col_cost_ = np.zeros(m)
@@ -167,6 +169,11 @@ class _DualLP:
         self.h, self.m = h, m
         self.cols = np.arange(m, dtype=np.int32)
         self.optimal = highspy.HighsModelStatus.kOptimal
+
+    def basis(self) -> tuple[list, list]:
+        """The optimal basis of the last solve: (column statuses of ``y``, row statuses)."""
+        b = self.h.getBasis()
+        return list(b.col_status), list(b.row_status)
 
     def reset(self) -> None:
         """Forget the previous basis, so a call's results depend only on its own games."""
@@ -192,6 +199,18 @@ class _DualLP:
         y = np.asarray(sol.col_value, dtype=np.float64)
         zy = np.asarray(sol.row_value, dtype=np.float64)
         return duals, float(self.h.getInfo().objective_function_value), y, zy
+
+
+#: HiGHS' primal and dual feasibility tolerances for the canonical split and the noise-term
+#: LP (its default, 1e-7, is absolute: on a game scaled to max |v| ~ 1 it would leave relative
+#: errors of that size in the optimum and in the optimal face read off the duals)
+TIGHT_TOLERANCE = 1e-10
+
+
+def set_tight_tolerances(h) -> None:
+    """Set :data:`TIGHT_TOLERANCE` on a HiGHS instance."""
+    h.setOptionValue("primal_feasibility_tolerance", TIGHT_TOLERANCE)
+    h.setOptionValue("dual_feasibility_tolerance", TIGHT_TOLERANCE)
 
 
 def _check_optimal(h, optimal, method: str) -> None:
@@ -225,9 +244,9 @@ def thread_cached(key: tuple, build: Callable[[], Any]) -> Any:
     return cache[key]
 
 
-def _dual_lp(n: int) -> _DualLP:
+def _dual_lp(n: int, tight: bool = False) -> _DualLP:
     """This thread's HiGHS instance for ``n`` players (HiGHS objects are not shared)."""
-    return thread_cached(("dual", n), lambda: _DualLP(n))
+    return thread_cached(("dual", n, tight), lambda: _DualLP(n, tight))
 
 
 def map_games(count: int, work: Callable[[int], None], *, progress: bool, desc: str) -> None:
@@ -423,6 +442,7 @@ class JointLP:
         with _silent_fd(1):
             h = highspy.Highs()
         h.setOptionValue("output_flag", False)
+        set_tight_tolerances(h)
         inf = highspy.kHighsInf
         cols = 6 * size
         lp = highspy.HighsLp()
@@ -443,12 +463,12 @@ class JointLP:
         self.optimal = highspy.HighsModelStatus.kOptimal
 
     def solve(
-        self, v: np.ndarray, qbound: float, method: str
+        self, rhs: np.ndarray, qbound: float, method: str
     ) -> tuple[np.ndarray, np.ndarray, float]:
-        """One game from a fresh basis: (column values, reduced costs, objective)."""
-        from psens.interactions.transforms import mobius_and, mobius_or
+        """One game from a fresh basis: (column values, reduced costs, objective).
 
-        rhs = 0.5 * np.concatenate([mobius_and(v), mobius_or(v)])
+        ``rhs`` is :math:`\tfrac12 (M v, L_{or} v)` (computed by the caller, batched).
+        """
         h = self.h
         h.clearSolver()
         h.changeRowsBounds(len(self.rows), self.rows, rhs, rhs)
@@ -460,6 +480,13 @@ class JointLP:
         x = np.asarray(sol.col_value, dtype=np.float64)
         rc = np.asarray(sol.col_dual, dtype=np.float64)
         return x, rc, float(h.getInfo().objective_function_value)
+
+
+def joint_rhs(v64: np.ndarray) -> np.ndarray:
+    r"""Right-hand sides of :class:`JointLP`, :math:`\tfrac12 (M v, L_{or} v)`, per game."""
+    from psens.interactions.transforms import mobius_and, mobius_or
+
+    return 0.5 * np.concatenate([mobius_and(v64), mobius_or(v64)], axis=-1)
 
 
 def joint_lp(n: int) -> JointLP:
@@ -501,10 +528,11 @@ def solve_gamma_q(
         return gamma.astype(flat.dtype), q.astype(flat.dtype), {"backend": "closed form"}
     objective = np.zeros(len(v64))
     scale = power_of_two_scale(v64)
+    rhs = joint_rhs(v64 / scale[:, None])
 
     def work(i: int) -> None:
         s, qb = scale[i], float(qbound[i]) / scale[i]
-        x, _, obj = joint_lp(n).solve(v64[i] / s, qb, "exact")
+        x, _, obj = joint_lp(n).solve(rhs[i], qb, "exact")
         objective[i] = obj * s
         gamma[i], q[i] = x[:size] * s, np.clip(x[size : 2 * size], -qb, qb) * s
 
