@@ -10,9 +10,9 @@ The L1 problem of eq. 12,
 is a linear program, and it is degenerate: its optimal set
 :math:`\Gamma^* = \{\gamma : f(\gamma) = z^*\}` is a polyhedron, often larger than one point
 (whenever :math:`v(\emptyset) \ne 0` the empty set alone leaves a segment of optimal
-:math:`\gamma(\emptyset)`; games with ties leave more). A simplex solver returns one vertex of :math:`\Gamma^*`, which one
-depending on pivoting rules, the order of the players and the solver's history, and IPS
-moves with it. The canonical split is
+:math:`\gamma(\emptyset)`; games with ties leave more). A simplex solver returns one vertex
+of :math:`\Gamma^*`, which one depending on pivoting rules, the order of the players and the
+solver's history, and IPS moves with it. The canonical split is
 
 .. math::
     \gamma^\dagger = \operatorname*{arg\,min}_{\gamma \in \Gamma^*} \|\gamma\|_2 ,
