@@ -59,9 +59,12 @@ Preset = Literal["paper", "paper-pq"]
 
 METHODS: tuple[str, ...] = ("canonical", "exact", "sgd")
 
-#: the published procedure's settings per preset (sjtu-xai-lab/interaction-sparsity,
-#: scripts/bash_interaction_LLM.sh: 20 000 iterations at lr 1e-5; with the noise term
-#: 50 000 iterations at lr 1e-6 and qthres 0.04 of |v(N) - v(∅)|, "vN-v0")
+#: budgets per preset, from the group's LLM scripts (sjtu-xai-lab/interaction-sparsity,
+#: scripts/bash_interaction_LLM.sh and demo/sparsify_*_train.py): 20 000 iterations at
+#: lr 1e-5, and for the (gamma, q) loop 50 000 iterations at lr 1e-6 with qthres 0.04 of
+#: |v(N) - v(∅)| ("vN-v0"). The loops themselves are interaction-concept's _train_p and
+#: _train_p_q. (Their 20 000-iteration LLM setting, "mode=q", learns q for AND
+#: interactions alone; "paper" applies its budget to the gamma-only AND-OR loop of eq. 12.)
 PRESETS: dict[str, dict[str, float]] = {
     "paper": {"steps": 20_000, "lr": 1e-5, "qthres": 0.0},
     "paper-pq": {"steps": 50_000, "lr": 1e-6, "qthres": 0.04},
