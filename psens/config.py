@@ -20,7 +20,7 @@ Keys
 ``shots``           few-shot settings, e.g. ``[0, 1, 2, 3]`` (adds a ``shot`` dim; default none)
 ``n_vars``          cap on input variables per item (default 10)
 ``tau``             salience threshold (default 0.1)
-``solver``          ``"exact"`` (default) or ``"sgd"``
+``solver``          ``"canonical"`` (default: the least-norm optimum), ``"exact"`` or ``"sgd"``
 ``solver_settings`` dict of :class:`psens.interactions.SolverSettings` fields (steps, lr, …)
 ``seed``            seed for sample, variable and shot choices (default 0)
 ``device``/``dtype`` model placement (default cpu, float32 on CPU)
@@ -73,7 +73,7 @@ class RunConfig:
     shots: list[int] | None = None
     n_vars: int = 10
     tau: float = 0.1
-    solver: str = "exact"
+    solver: str = "canonical"
     solver_settings: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     device: str = "cpu"

@@ -134,6 +134,37 @@ def bench_exact() -> dict:
     return r
 
 
+def bench_canonical() -> dict:
+    """Per game: and_or(canonical) vs and_or(exact) on the same 16 random games, n = 8.
+
+    The canonical split solves the same LP and then walks the optimal face to its least-norm
+    point; target: at most twice the time of 'exact' (ratio exact/canonical >= 0.5). Both are
+    timed as the best of several interleaved repeats. One n = 10 game is timed for context.
+    """
+    n, games = 8, 16
+    rng = np.random.default_rng(3)
+    v = rng.normal(size=(games, 1 << n))
+    and_or(v[:2], "canonical")  # warm-up (HiGHS instances, numba)
+    and_or(v[:2], "exact")
+    ours, theirs = [], []
+    for _ in range(3):
+        t = time.perf_counter()
+        canon = and_or(v, "canonical")
+        ours.append((time.perf_counter() - t) / games)
+        t = time.perf_counter()
+        vertex = and_or(v, "exact")
+        theirs.append((time.perf_counter() - t) / games)
+    rel = float(np.max(np.abs(canon.loss - vertex.loss) / np.abs(vertex.loss)))
+    r = result("and_or canonical n=8 vs exact, per game", min(ours), min(theirs), 0.5)
+    r["max_rel_gap_to_lp"] = rel
+    r["ok"] = r["ok"] and rel <= 1e-9
+    big = np.random.default_rng(4).normal(size=(1, 1 << 10))
+    t = time.perf_counter()
+    and_or(big, "canonical")
+    r["n10_seconds_per_game"] = time.perf_counter() - t
+    return r
+
+
 def machine() -> dict:
     info = {"python": platform.python_version(), "cores": os.cpu_count()}
     try:
@@ -167,7 +198,13 @@ def other_benches() -> list[dict]:
 def main() -> int:
     print(f"machine: {machine()}")
     rows = []
-    for fn in (bench_mobius_batch, bench_mobius_large, bench_sgd_step, bench_exact):
+    for fn in (
+        bench_mobius_batch,
+        bench_mobius_large,
+        bench_sgd_step,
+        bench_exact,
+        bench_canonical,
+    ):
         rows.append(fn())
         _print(rows[-1])
     for row in other_benches():
@@ -192,7 +229,7 @@ def _print(r: dict) -> None:
         + "".join(
             f"; {k} {v:.3g}"
             for k, v in r.items()
-            if k.startswith(("max_", "ips_", "flop_")) or k.endswith("_per_s")
+            if k.startswith(("max_", "ips_", "flop_")) or k.endswith(("_per_s", "_per_game"))
         )
     )
 

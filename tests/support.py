@@ -268,3 +268,112 @@ def bpe_tokenizer(specials=SPECIALS, vocab_size=400, unk=None, pad=None, model="
     if pad:
         kw["pad_token"] = pad
     return PreTrainedTokenizerFast(tokenizer_object=tk, **kw)
+
+
+# ------------------------------------------------------------------ AND-OR solver references
+
+
+def _direct_lp(v: np.ndarray, qbound: float | None):
+    """The direct LP of eq. 12 with dense literal matrices: x = (gamma[, q], s_and, s_or).
+
+    min 1'(s_and + s_or) s.t. |M(v/2 + q/2 + gamma)| <= s_and, |L(v/2 + q/2 - gamma)| <= s_or,
+    |q| <= qbound. Returns (c, A_ub, b_ub, bounds, k) with k = number of (gamma[, q]) columns.
+    """
+    size = v.shape[-1]
+    n = size.bit_length() - 1
+    M = dense_matrix(mobius_and_ref, n)
+    L = dense_matrix(mobius_or_ref, n)
+    eye, zero = np.eye(size), np.zeros((size, size))
+    if qbound is None:
+        ga, go = M, -L  # d I_and / d gamma, d I_or / d gamma
+        k = size
+        bounds = [(None, None)] * size
+    else:
+        ga, go = np.hstack([M, M / 2]), np.hstack([-L, L / 2])
+        k = 2 * size
+        bounds = [(None, None)] * size + [(-qbound, qbound)] * size
+    A = np.vstack(
+        [
+            np.hstack([ga, -eye, zero]),
+            np.hstack([-ga, -eye, zero]),
+            np.hstack([go, zero, -eye]),
+            np.hstack([-go, zero, -eye]),
+        ]
+    )
+    Mv, Lv = M @ v / 2, L @ v / 2
+    b = np.concatenate([-Mv, Mv, -Lv, Lv])
+    c = np.concatenate([np.zeros(k), np.ones(2 * size)])
+    bounds = bounds + [(0, None)] * (2 * size)
+    return c, A, b, bounds, k
+
+
+def lp_optimum_q(v: np.ndarray, qbound: float) -> float:
+    """min over gamma and |q| <= qbound of eq. 12's objective for v + q (dense, scipy HiGHS)."""
+    from scipy.optimize import linprog
+
+    c, A, b, bounds, _ = _direct_lp(np.asarray(v, float), qbound)
+    res = linprog(c, A_ub=A, b_ub=b, bounds=bounds, method="highs")
+    assert res.status == 0, res.message
+    return float(res.fun)
+
+
+def optimal_face_argmin(
+    v: np.ndarray, objective: np.ndarray, qbound: float | None = None, slack: float = 1e-10
+) -> tuple[np.ndarray, float]:
+    """Minimise <objective, x> over the optimal set of eq. 12, x = gamma or (gamma, q).
+
+    The optimal set is {x : objective of eq. 12 <= z* (1 + slack)}, z* from the same dense LP.
+    Returns (x, z*).
+    """
+    from scipy.optimize import linprog
+
+    c, A, b, bounds, k = _direct_lp(np.asarray(v, float), qbound)
+    first = linprog(c, A_ub=A, b_ub=b, bounds=bounds, method="highs")
+    assert first.status == 0, first.message
+    z = float(first.fun)
+    A2 = np.vstack([A, c])
+    b2 = np.concatenate([b, [z * (1 + slack) + 1e-13]])
+    c2 = np.concatenate([objective, np.zeros(len(c) - k)])
+    res = linprog(c2, A_ub=A2, b_ub=b2, bounds=bounds, method="highs")
+    assert res.status == 0, res.message
+    return res.x[:k], z
+
+
+def paper_sgd_ref(
+    v: np.ndarray, niter: int, lr: float, qthres: float = 0.0, momentum: float = 0.9
+) -> tuple[np.ndarray, np.ndarray]:
+    """The published AND-OR sparsification loop, transcribed step by step (one game).
+
+    As the interaction group's code runs it (interaction-concept, _train_p / _train_p_q):
+    reward r = v - v(∅); p = q = 0; torch-style SGD momentum (buffer = first gradient, then
+    momentum * buffer + gradient); ``niter`` iterations, each clamping q to
+    ±qthres·|r(N) - r(∅)|, evaluating I_and = M(r/2 + q/2 + p), I_or = L(r/2 + q/2 - p) and,
+    except at the last iteration, stepping with rate eta[it], eta = logspace(log10 lr,
+    log10 lr - 1, niter). The gradient of sum |x| is sign(x) (0 at 0). Returns (p, q).
+    """
+    v = np.asarray(v, dtype=float)
+    n = v.shape[-1].bit_length() - 1
+    M = dense_matrix(mobius_and_ref, n)
+    L = dense_matrix(mobius_or_ref, n)
+    r = v - v[0]
+    eta = np.logspace(np.log10(lr), np.log10(lr) - 1, niter)
+    bound = qthres * abs(r[-1] - r[0])
+    learn_q = qthres > 0
+    p = np.zeros_like(r)
+    q = np.zeros_like(r)
+    buf_p = buf_q = None
+    for it in range(niter):
+        if learn_q:
+            q = np.maximum(np.minimum(q, bound), -bound)
+        i_and = M @ (0.5 * (r + q) + p)
+        i_or = L @ (0.5 * (r + q) - p)
+        if it + 1 < niter:
+            s_and, s_or = np.sign(i_and), np.sign(i_or)
+            grad_p = M.T @ s_and - L.T @ s_or
+            buf_p = grad_p.copy() if buf_p is None else momentum * buf_p + grad_p
+            p = p - eta[it] * buf_p
+            if learn_q:
+                grad_q = 0.5 * (M.T @ s_and + L.T @ s_or)
+                buf_q = grad_q.copy() if buf_q is None else momentum * buf_q + grad_q
+                q = q - eta[it] * buf_q
+    return p, q
