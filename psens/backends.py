@@ -11,6 +11,11 @@
   the one cache of psens, also behind DBSA's sampler) keyed by a SHA-256 of (endpoint kind,
   model, prompt or messages, params, seed).
 
+A reply is only accepted if it has the OpenAI shape: a JSON object whose ``choices[0]`` holds
+a string ``message.content`` (chat) or ``text`` (completions). Anything else (no or empty
+``choices``, ``null`` entries, a number or a list as content, ...) is a failed call whose
+error names what was wrong; it never becomes an answer.
+
 A call that still fails after its retries is returned as a :class:`Response` with
 ``status="failed"`` and the error text — never as an empty string or a made-up answer — and it
 is *not* written to the cache, so re-running the same batch retries exactly the failures while
@@ -278,7 +283,7 @@ class OpenAIClient:
         if delay > 0:
             time.sleep(min(delay, self.backoff_max))
 
-    def _post(self, path: str, body: dict[str, Any]) -> tuple[dict | None, str | None, int]:
+    def _post(self, path: str, body: dict[str, Any]) -> tuple[Any, str | None, int]:
         """POST with retries → (json, error, attempts)."""
         import httpx
 
@@ -323,11 +328,12 @@ class OpenAIClient:
         field_name = "messages" if kind == "chat" else "prompt"
         path = "/chat/completions" if kind == "chat" else "/completions"
         data, error, attempts = self._post(path, {"model": self.model, field_name: payload, **p})
-        if data is None:
+        if error is not None:
             return Response("failed", None, key, error=error, attempts=attempts)
+        raw = data if isinstance(data, Mapping) else None
         text, finish, problem = _extract_text(kind, data)
         if problem:
-            return Response("failed", None, key, error=problem, attempts=attempts, raw=data)
+            return Response("failed", None, key, error=problem, attempts=attempts, raw=raw)
         if self.cache is not None:
             self.cache.put(
                 key,
@@ -341,7 +347,7 @@ class OpenAIClient:
                     "params": p,
                 },
             )
-        return Response("ok", text, key, finish_reason=finish, attempts=attempts, raw=data)
+        return Response("ok", text, key, finish_reason=finish, attempts=attempts, raw=raw)
 
     def _many(self, kind: str, payloads: Sequence[Any], params: Mapping[str, Any]) -> list:
         if len(payloads) <= 1 or self.concurrency == 1:
@@ -397,16 +403,57 @@ def _check_messages(messages: Any) -> None:
         )
 
 
-def _extract_text(kind: str, data: Mapping[str, Any]) -> tuple[str | None, str | None, str | None]:
-    """(text, finish_reason, problem) of a completion JSON."""
-    choices = data.get("choices") if isinstance(data, Mapping) else None
+def _a(value: Any) -> str:
+    """The JSON type of a decoded value, with an article: "null", "a string", "an array"..."""
+    if value is None:
+        return "null"
+    for kind, name in (
+        (bool, "a boolean"),
+        (int | float, "a number"),
+        (str, "a string"),
+        (list, "an array"),
+        (Mapping, "an object"),
+    ):
+        if isinstance(value, kind):
+            return name
+    return f"a {type(value).__name__}"
+
+
+def _extract_text(kind: str, data: Any) -> tuple[str | None, str | None, str | None]:
+    """(text, finish_reason, problem) of a completion JSON; ``problem`` names what is wrong
+    with a reply that does not have the OpenAI shape (then text is None)."""
+
+    def bad(what: str, part: Any) -> tuple[None, None, str]:
+        return None, None, f"malformed reply: {what}: {_canonical(part)[:200]}"
+
+    if not isinstance(data, Mapping):
+        return bad(f"the reply is {_a(data)}, not an object", data)
+    if "choices" not in data or data["choices"] is None:
+        return bad("the reply has no 'choices'", data)
+    choices = data["choices"]
+    if not isinstance(choices, list):
+        return bad(f"'choices' is {_a(choices)}, not an array", data)
     if not choices:
-        return None, None, f"the server answered without choices: {str(data)[:200]}"
+        return bad("'choices' is empty", data)
     first = choices[0]
-    text = (first.get("message") or {}).get("content") if kind == "chat" else first.get("text")
+    if not isinstance(first, Mapping):
+        return bad(f"choices[0] is {_a(first)}, not an object", data)
+    if kind == "chat":
+        message = first.get("message")
+        if message is None:
+            return bad("choices[0] has no 'message'", first)
+        if not isinstance(message, Mapping):
+            return bad(f"choices[0].message is {_a(message)}, not an object", first)
+        text, where = message.get("content"), "choices[0].message"
+        field_name = "content"
+    else:
+        text, where, field_name = first.get("text"), "choices[0]", "text"
     if text is None:
-        return None, None, f"the server answered without text: {str(first)[:200]}"
-    return str(text), first.get("finish_reason"), None
+        return bad(f"{where} has no '{field_name}'", first)
+    if not isinstance(text, str):
+        return bad(f"{where}.{field_name} is {_a(text)}, not a string", first)
+    finish = first.get("finish_reason")
+    return text, finish if isinstance(finish, str) else None, None
 
 
 # --------------------------------------------------------------------------------------------

@@ -24,8 +24,9 @@ from psens.eas import build_rows, generate_responses, instance_metrics, judge_re
 
 
 class FakeServer:
-    """Scriptable OpenAI-style server: ``behave(body, n)`` returns (status, text) or
-    ("sleep", seconds, text); ``n`` counts requests with the same prompt so far."""
+    """Scriptable OpenAI-style server: ``behave(body, n)`` returns (status, text),
+    ("sleep", seconds, text) or ("json", payload) (a 200 whose body is any JSON value); ``n``
+    counts requests with the same prompt so far."""
 
     def __init__(self) -> None:
         self.requests: list[dict] = []
@@ -61,6 +62,9 @@ class FakeServer:
                     # send its next request, which must not count as overlapping this one
                     with server.lock:
                         server.in_flight -= 1
+                if action[0] == "json":
+                    self._send(200, action[1])
+                    return
                 status, text = action
                 if status != 200:
                     self._send(status, {"error": text})
@@ -159,6 +163,77 @@ def test_unreachable_server_fails_cleanly(tmp_path):
     c = OpenAIClient("http://127.0.0.1:9/v1", "m", max_retries=1, backoff=0, timeout=1)
     r = c.complete("x")
     assert r.status == "failed" and "connection error" in r.error
+
+
+# ------------------------------------------------------------------- malformed 200 replies
+
+
+def message(content):
+    return {"choices": [{"message": {"role": "assistant", "content": content}}]}
+
+
+@pytest.mark.parametrize(
+    ("payload", "problem"),
+    [
+        ({"choices": [None]}, "choices[0] is null, not an object"),
+        ({"choices": [{"message": "str"}]}, "choices[0].message is a string, not an object"),
+        ({"choices": []}, "'choices' is empty"),
+        ({"choices": "abc"}, "'choices' is a string, not an array"),
+        ({"id": "x"}, "no 'choices'"),
+        ([1, 2], "the reply is an array, not an object"),
+        ({"choices": [{"finish_reason": "stop"}]}, "choices[0] has no 'message'"),
+        (message(None), "choices[0].message has no 'content'"),
+        (message(42), "choices[0].message.content is a number, not a string"),
+        (message(["a", "b"]), "choices[0].message.content is an array, not a string"),
+        (message({"text": "a"}), "choices[0].message.content is an object, not a string"),
+    ],
+)
+def test_malformed_chat_reply_is_a_failure(server, tmp_path, payload, problem):
+    server.behave = lambda body, n: ("json", payload)
+    with client(server, tmp_path) as c:
+        r = c.chat(chat("q"))
+        assert r.status == "failed" and r.text is None and len(c.cache) == 0
+    assert r.error.startswith("malformed reply: ") and problem in r.error
+    assert r.attempts == 1  # a malformed reply is not retried at once (a re-run asks again)
+
+
+@pytest.mark.parametrize(
+    ("choice", "problem"),
+    [
+        ({"finish_reason": "stop"}, "choices[0] has no 'text'"),
+        ({"text": None}, "choices[0] has no 'text'"),
+        ({"text": 7}, "choices[0].text is a number, not a string"),
+        ({"text": ["x"]}, "choices[0].text is an array, not a string"),
+    ],
+)
+def test_malformed_completion_reply_is_a_failure(server, tmp_path, choice, problem):
+    server.behave = lambda body, n: ("json", {"choices": [choice]})
+    with client(server, tmp_path) as c:
+        r = c.complete("q")
+    assert r.status == "failed" and problem in r.error
+
+
+def test_malformed_reply_fails_its_item_only(server, tmp_path):
+    bad = {
+        "p1": {"choices": [None]},
+        "p3": {"choices": [{"message": "str"}]},
+        "p4": message(3.5),
+    }
+
+    def behave(body, n):
+        content = body["messages"][0]["content"]
+        return ("json", bad[content]) if content in bad else (200, f"answer {content}")
+
+    server.behave = behave
+    prompts = [f"p{i}" for i in range(6)]
+    with client(server, tmp_path, concurrency=3) as c:
+        res = c.chat_many([chat(p) for p in prompts])
+        assert len(c.cache) == 3
+        assert c.generate(prompts) == ["answer p0", None, "answer p2", None, None, "answer p5"]
+    assert [r.status for r in res] == ["ok", "failed", "ok", "failed", "failed", "ok"]
+    assert [r.text for r in res if r.ok] == ["answer p0", "answer p2", "answer p5"]
+    assert "choices[0] is null" in res[1].error and "a string, not an object" in res[3].error
+    assert "content is a number, not a string" in res[4].error
 
 
 # -------------------------------------------------------------------------- cache, resume
