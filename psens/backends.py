@@ -8,8 +8,9 @@
   4xx fail at once), honouring ``Retry-After`` up to ``backoff_max``;
 * a per-request timeout and a concurrency limit (a thread pool of ``concurrency`` workers);
 * an on-disk response cache (:class:`ResponseCache`, one JSON file per key, atomic writes;
-  the one cache of psens, also behind DBSA's sampler) keyed by a SHA-256 of (endpoint kind,
-  model, prompt or messages, params, seed).
+  the one cache of psens, also behind DBSA's sampler) keyed by a SHA-256 of (server, endpoint
+  kind, model, prompt or messages, params, seed); the server is the normalised base URL, so
+  two servers that serve a model under the same name never share answers.
 
 A reply is only accepted if it has the OpenAI shape: a JSON object whose ``choices[0]`` holds
 a string ``message.content`` (chat) or ``text`` (completions). Anything else (no or empty
@@ -41,6 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
 from psens._validation import check_positive_int, fail
 
@@ -55,6 +57,7 @@ __all__ = [
     "ResponseCache",
     "Verdict",
     "cache_key",
+    "normalise_server",
     "parse_verdict",
 ]
 
@@ -94,19 +97,66 @@ def _canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
+def normalise_server(base_url: str) -> str:
+    """The server part of a cache key: ``base_url`` in one canonical spelling.
+
+    Scheme and host are lower-cased, a default port (80 for http, 443 for https), user
+    credentials, a fragment and trailing slashes are dropped; the path (and a query, if any)
+    is kept, so ``/v1`` of two servers, or two prefixes of one server, stay apart.
+
+    Examples
+    --------
+    >>> normalise_server("HTTP://User:pw@LocalHost:80/v1/")
+    'http://localhost/v1'
+    >>> normalise_server("https://[::1]:8443/v1")
+    'https://[::1]:8443/v1'
+    """
+    try:
+        parts = urlsplit(str(base_url).strip())
+        port = parts.port
+    except ValueError as exc:
+        fail(
+            "normalise_server", f"base_url={base_url!r} ({exc})", "Pass e.g. 'http://host:8000/v1'"
+        )
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    default_port = {"http": 80, "https": 443}.get(scheme)
+    netloc = host if port is None or port == default_port else f"{host}:{port}"
+    out = f"{scheme}://{netloc}{parts.path.rstrip('/')}"
+    return f"{out}?{parts.query}" if parts.query else out
+
+
 def cache_key(
-    kind: str, model: str, payload: Any, params: Mapping[str, Any], seed: int | None = None
+    kind: str,
+    model: str,
+    payload: Any,
+    params: Mapping[str, Any],
+    seed: int | None = None,
+    *,
+    server: str | None = None,
 ) -> str:
-    """SHA-256 hex key of (endpoint kind, model, prompt or messages, params, seed).
+    """SHA-256 hex key of (server, endpoint kind, model, prompt or messages, params, seed).
 
     Params are canonicalised (sorted keys, ``None`` values dropped), so argument order does
-    not matter.
+    not matter. ``server`` is a base URL, normalised by :func:`normalise_server`, so that two
+    servers serving a model of the same name have different keys; :class:`OpenAIClient`
+    always passes its own. Without a server (local models) the key is the one of earlier
+    versions of psens. HTTP answers cached by earlier versions, whose keys had no server,
+    are not found any more: they are asked again once and then cached under the new key.
     """
     clean = {k: v for k, v in params.items() if v is not None}
-    body = _canonical(
-        {"kind": kind, "model": model, "payload": payload, "params": clean, "seed": seed}
-    )
-    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+    fields: dict[str, Any] = {
+        "kind": kind,
+        "model": model,
+        "payload": payload,
+        "params": clean,
+        "seed": seed,
+    }
+    if server is not None:
+        fields["server"] = normalise_server(server)
+    return hashlib.sha256(_canonical(fields).encode("utf-8")).hexdigest()
 
 
 class ResponseCache:
@@ -185,7 +235,8 @@ class OpenAIClient:
     Parameters
     ----------
     base_url
-        Server root including the version prefix, e.g. ``http://127.0.0.1:8000/v1``.
+        Server root including the version prefix, e.g. ``http://127.0.0.1:8000/v1``. Its
+        normalised form (:func:`normalise_server`) is part of the cache key.
     model
         Model name sent with every request (part of the cache key).
     api_key
@@ -231,6 +282,7 @@ class OpenAIClient:
         if not timeout or timeout <= 0:
             fail(where, f"timeout={timeout!r}", "Pass a positive number of seconds")
         self.base_url = base_url.rstrip("/")
+        self.server = normalise_server(self.base_url)
         self.model = model
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
@@ -316,9 +368,8 @@ class OpenAIClient:
     def _call(self, kind: str, payload: Any, params: Mapping[str, Any]) -> Response:
         p = self._params(params)
         seed = p.get("seed")
-        key = cache_key(
-            kind, self.model, payload, {k: v for k, v in p.items() if k != "seed"}, seed
-        )
+        clean = {k: v for k, v in p.items() if k != "seed"}
+        key = cache_key(kind, self.model, payload, clean, seed, server=self.server)
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None and hit.get("status") == "ok":
@@ -342,6 +393,7 @@ class OpenAIClient:
                     "text": text,
                     "finish_reason": finish,
                     "kind": kind,
+                    "server": self.server,
                     "model": self.model,
                     field_name: payload,
                     "params": p,

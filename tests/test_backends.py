@@ -278,6 +278,46 @@ def test_concurrency_limit(server, tmp_path):
     assert server.max_in_flight == 2
 
 
+def test_cache_is_per_server(tmp_path):
+    """Two servers serving a model of the same name do not share answers."""
+    a, b = FakeServer(), FakeServer()
+    try:
+        a.behave = lambda body, n: (200, "from A")
+        b.behave = lambda body, n: (200, "from B")
+        cache_dir = tmp_path / "shared"
+        with OpenAIClient(a.url, "same-name", cache_dir=cache_dir) as ca:
+            assert ca.chat(chat("q")).text == "from A"
+        with OpenAIClient(b.url, "same-name", cache_dir=cache_dir) as cb:
+            rb = cb.chat(chat("q"))
+        assert rb.text == "from B" and not rb.cached and len(b.requests) == 1
+        # the same server spelt with a trailing slash is the same server
+        with OpenAIClient(a.url + "/", "same-name", cache_dir=cache_dir) as ca2:
+            ra = ca2.chat(chat("q"))
+        assert ra.text == "from A" and ra.cached and len(a.requests) == 1
+        record = json.loads(ResponseCache(cache_dir).path(rb.key).read_text())
+        assert record["server"] == b.url
+    finally:
+        a.close()
+        b.close()
+
+
+def test_cache_key_normalises_the_server():
+    args = ("chat", "m", chat("a"), {"temperature": 0, "max_tokens": 5}, 1)
+    k = cache_key(*args, server="http://example.com/v1")
+    assert k == cache_key(*args, server="HTTP://Example.COM:80/v1/")
+    assert k == cache_key(*args, server="http://user:secret@example.com/v1")
+    assert k != cache_key(*args, server="https://example.com/v1")
+    assert k != cache_key(*args, server="http://example.com:8000/v1")
+    assert k != cache_key(*args, server="http://example.com/v2")
+    assert k != cache_key(*args, server="http://other.example.com/v1")
+    assert cache_key(*args, server="https://[::1]:443/v1") == cache_key(
+        *args, server="https://[::1]/v1"
+    )
+    # without a server (local models) the key is the one psens always wrote
+    assert cache_key(*args) == "01ca4ab2792ff6cfaf77f2485343f6255fa8801b98e17eca7c2863bc75be261a"
+    assert cache_key(*args) != k
+
+
 def test_cache_key_and_atomic_files(tmp_path):
     k1 = cache_key("chat", "m", chat("a"), {"temperature": 0, "max_tokens": 5}, 1)
     assert k1 == cache_key("chat", "m", chat("a"), {"max_tokens": 5, "temperature": 0}, 1)
