@@ -2,11 +2,18 @@
 
 The charts are altair, rendered offline: the Vega JavaScript is inlined by
 ``vl-convert-python`` (no CDN), so the file opens on a machine without internet.
+
+Everything taken from the data is escaped: the text above the charts with
+:func:`html.escape`, and the chart spec, which sits inside a ``<script>`` element, as JSON
+whose ``<``, ``>`` and ``&`` (and the JavaScript line separators U+2028, U+2029) are written
+as ``\\uXXXX`` escapes, so an id or model name such as ``</script>`` cannot end the element.
+The escaped JSON parses back to the very same strings.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import os
 import warnings
 from pathlib import Path
@@ -16,6 +23,39 @@ import numpy as np
 from psens.store import DONE
 
 __all__ = ["report_chart", "write_report"]
+
+# Characters that could end or confuse a <script> element (or an HTML parser) when JSON is
+# placed inline; in JSON they only occur inside strings, where the \uXXXX form is equivalent.
+_SCRIPT_UNSAFE = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_SCRIPT_UNSAFE_TABLE = str.maketrans(_SCRIPT_UNSAFE)
+
+
+class _ScriptSafeJSONEncoder(json.JSONEncoder):
+    """A JSON encoder whose output can be placed inside an HTML ``<script>`` element.
+
+    ``<``, ``>``, ``&``, U+2028 and U+2029 are written as ``\\uXXXX`` escapes; the decoded
+    value is unchanged.
+
+    Examples
+    --------
+    >>> json.dumps({"id": "</script>"}, cls=_ScriptSafeJSONEncoder)
+    '{"id": "\\\\u003c/script\\\\u003e"}'
+    """
+
+    def encode(self, o: object) -> str:
+        """The JSON text of ``o``, script-safe."""
+        return super().encode(o).translate(_SCRIPT_UNSAFE_TABLE)
+
+    def iterencode(self, o: object, _one_shot: bool = False):
+        """The JSON text of ``o`` in pieces, script-safe."""
+        for chunk in super().iterencode(o, _one_shot):
+            yield chunk.translate(_SCRIPT_UNSAFE_TABLE)
 
 
 def _done(ds):
@@ -66,7 +106,7 @@ def write_report(ds, path: str | os.PathLike, summary: str | None = None) -> Pat
     text = summary or summarize(ds)
     with warnings.catch_warnings():  # the three panels share one "pick" selection: fine
         warnings.simplefilter("ignore", UserWarning)
-        page = report_chart(ds).to_html(inline=True)
+        page = report_chart(ds).to_html(inline=True, json_kwds={"cls": _ScriptSafeJSONEncoder})
     facts = {
         "dataset": ds.attrs.get("dataset"),
         "τ": ds.attrs.get("tau"),

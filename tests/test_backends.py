@@ -24,14 +24,19 @@ from psens.eas import build_rows, generate_responses, instance_metrics, judge_re
 
 
 class FakeServer:
-    """Scriptable OpenAI-style server: ``behave(body, n)`` returns (status, text) or
-    ("sleep", seconds, text); ``n`` counts requests with the same prompt so far."""
+    """Scriptable OpenAI-style server: ``behave(body, n)`` returns (status, text),
+    ("sleep", seconds, text), ("json", payload) (a 200 whose body is any JSON value) or
+    ("raw", pieces, delay) (the whole HTTP reply, status line included, written piece by piece
+    with ``delay`` seconds before each piece; the write stops when the client hangs up, and
+    ``bytes_written`` counts what was sent); ``n`` counts requests with the same prompt so
+    far. Everything is bounded: the server never waits or writes forever."""
 
     def __init__(self) -> None:
         self.requests: list[dict] = []
         self.seen: dict[str, int] = {}
         self.in_flight = 0
         self.max_in_flight = 0
+        self.bytes_written = 0
         self.lock = threading.Lock()
         self.behave = lambda body, n: (200, "ok")
         server = self
@@ -61,6 +66,12 @@ class FakeServer:
                     # send its next request, which must not count as overlapping this one
                     with server.lock:
                         server.in_flight -= 1
+                if action[0] == "raw":
+                    self._raw(action[1], action[2])
+                    return
+                if action[0] == "json":
+                    self._send(200, action[1])
+                    return
                 status, text = action
                 if status != 200:
                     self._send(status, {"error": text})
@@ -69,6 +80,18 @@ class FakeServer:
                     self._send(200, {"choices": [{"message": msg, "finish_reason": "stop"}]})
                 else:
                     self._send(200, {"choices": [{"text": text, "finish_reason": "stop"}]})
+
+            def _raw(self, pieces, delay):
+                self.close_connection = True
+                try:
+                    for piece in pieces:
+                        if delay:
+                            time.sleep(delay)
+                        self.wfile.write(piece)
+                        with server.lock:
+                            server.bytes_written += len(piece)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client hung up: what these tests want
 
             def _send(self, status, payload):
                 data = json.dumps(payload).encode()
@@ -161,6 +184,187 @@ def test_unreachable_server_fails_cleanly(tmp_path):
     assert r.status == "failed" and "connection error" in r.error
 
 
+# ------------------------------------------------------------------- malformed 200 replies
+
+
+def message(content):
+    return {"choices": [{"message": {"role": "assistant", "content": content}}]}
+
+
+@pytest.mark.parametrize(
+    ("payload", "problem"),
+    [
+        ({"choices": [None]}, "choices[0] is null, not an object"),
+        ({"choices": [{"message": "str"}]}, "choices[0].message is a string, not an object"),
+        ({"choices": []}, "'choices' is empty"),
+        ({"choices": "abc"}, "'choices' is a string, not an array"),
+        ({"id": "x"}, "no 'choices'"),
+        ([1, 2], "the reply is an array, not an object"),
+        ({"choices": [{"finish_reason": "stop"}]}, "choices[0] has no 'message'"),
+        (message(None), "choices[0].message has no 'content'"),
+        (message(42), "choices[0].message.content is a number, not a string"),
+        (message(["a", "b"]), "choices[0].message.content is an array, not a string"),
+        (message({"text": "a"}), "choices[0].message.content is an object, not a string"),
+    ],
+)
+def test_malformed_chat_reply_is_a_failure(server, tmp_path, payload, problem):
+    server.behave = lambda body, n: ("json", payload)
+    with client(server, tmp_path) as c:
+        r = c.chat(chat("q"))
+        assert r.status == "failed" and r.text is None and len(c.cache) == 0
+    assert r.error.startswith("malformed reply: ") and problem in r.error
+    assert r.attempts == 1  # a malformed reply is not retried at once (a re-run asks again)
+
+
+@pytest.mark.parametrize(
+    ("choice", "problem"),
+    [
+        ({"finish_reason": "stop"}, "choices[0] has no 'text'"),
+        ({"text": None}, "choices[0] has no 'text'"),
+        ({"text": 7}, "choices[0].text is a number, not a string"),
+        ({"text": ["x"]}, "choices[0].text is an array, not a string"),
+    ],
+)
+def test_malformed_completion_reply_is_a_failure(server, tmp_path, choice, problem):
+    server.behave = lambda body, n: ("json", {"choices": [choice]})
+    with client(server, tmp_path) as c:
+        r = c.complete("q")
+    assert r.status == "failed" and problem in r.error
+
+
+def test_malformed_reply_fails_its_item_only(server, tmp_path):
+    bad = {
+        "p1": {"choices": [None]},
+        "p3": {"choices": [{"message": "str"}]},
+        "p4": message(3.5),
+    }
+
+    def behave(body, n):
+        content = body["messages"][0]["content"]
+        return ("json", bad[content]) if content in bad else (200, f"answer {content}")
+
+    server.behave = behave
+    prompts = [f"p{i}" for i in range(6)]
+    with client(server, tmp_path, concurrency=3) as c:
+        res = c.chat_many([chat(p) for p in prompts])
+        assert len(c.cache) == 3
+        assert c.generate(prompts) == ["answer p0", None, "answer p2", None, None, "answer p5"]
+    assert [r.status for r in res] == ["ok", "failed", "ok", "failed", "failed", "ok"]
+    assert [r.text for r in res if r.ok] == ["answer p0", "answer p2", "answer p5"]
+    assert "choices[0] is null" in res[1].error and "a string, not an object" in res[3].error
+    assert "content is a number, not a string" in res[4].error
+
+
+def chat_reply(text: str) -> bytes:
+    """The JSON body of a chat completion answering ``text``."""
+    msg = {"role": "assistant", "content": text}
+    return json.dumps({"choices": [{"message": msg, "finish_reason": "stop"}]}).encode()
+
+
+def http_head(length: int | None) -> bytes:
+    """Status line and headers of a 200 (close-delimited body when ``length`` is None)."""
+    head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+    if length is not None:
+        head += f"Content-Length: {length}\r\n"
+    return (head + "\r\n").encode()
+
+
+def pieces(data: bytes, size: int):
+    """``data`` in slices of ``size`` bytes (without copying it)."""
+    view = memoryview(data)
+    return (view[i : i + size] for i in range(0, len(data), size))
+
+
+# ------------------------------------------------------------------------ total deadline
+
+
+def test_trickling_body_hits_the_deadline(server, tmp_path):
+    """Each byte arrives well within ``timeout``, the whole reply would take ~3 s."""
+    body = chat_reply("slow answer").ljust(60)  # JSON padded with spaces: 60 pieces
+    server.behave = lambda b, n: ("raw", [http_head(len(body)), *pieces(body, 1)], 0.05)
+    with client(server, tmp_path, timeout=0.5, deadline=1.0, max_retries=0) as c:
+        t0 = time.perf_counter()
+        r = c.chat(chat("trickle"))
+        elapsed = time.perf_counter() - t0
+        assert r.status == "failed" and r.text is None and len(c.cache) == 0
+    assert "deadline" in r.error and "1 s" in r.error
+    assert 0.9 < elapsed < 1.6
+
+
+def test_trickling_headers_hit_the_deadline(server, tmp_path):
+    body = chat_reply("slow answer")
+    head = http_head(len(body))[:-2] + b"X-Pad: " + b"p" * 60 + b"\r\n\r\n"
+    server.behave = lambda b, n: ("raw", [*pieces(head, 1), body], 0.03)
+    with client(server, tmp_path, timeout=0.5, deadline=1.0, max_retries=1) as c:
+        t0 = time.perf_counter()
+        r = c.chat(chat("trickle"))
+        elapsed = time.perf_counter() - t0
+    assert r.status == "failed" and "deadline" in r.error and r.attempts == 2
+    assert 1.9 < elapsed < 2.7  # a fresh deadline per attempt, no backoff here
+
+
+def test_deadline_fails_only_the_slow_item(server, tmp_path):
+    body = chat_reply("slow").ljust(60)
+
+    def behave(b, n):
+        if b["messages"][0]["content"] == "slow":
+            return ("raw", [http_head(len(body)), *pieces(body, 1)], 0.05)
+        return (200, "fast")
+
+    server.behave = behave
+    with client(server, tmp_path, timeout=0.5, deadline=1.0, max_retries=0, concurrency=3) as c:
+        res = c.chat_many([chat(p) for p in ("a", "slow", "b", "c")])
+        assert c.models() == ["fake-model"]  # the client is still usable
+    assert [r.text for r in res] == ["fast", None, "fast", "fast"]
+    assert "deadline" in res[1].error
+
+
+def test_deadline_and_size_limit_arguments():
+    c = OpenAIClient("http://127.0.0.1:9/v1", "m", timeout=10)
+    assert c.deadline == 30.0 and c.max_response_bytes == 8 * 2**20
+    assert OpenAIClient("http://127.0.0.1:9/v1", "m", deadline=2.5).deadline == 2.5
+    for bad in (0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match=r"OpenAIClient: deadline=.*Pass a positive"):
+            OpenAIClient("http://127.0.0.1:9/v1", "m", deadline=bad)
+    for bad in (0, -5):
+        with pytest.raises(ValueError, match=r"OpenAIClient: max_response_bytes=.* is below 1"):
+            OpenAIClient("http://127.0.0.1:9/v1", "m", max_response_bytes=bad)
+    with pytest.raises(TypeError, match="max_response_bytes"):
+        OpenAIClient("http://127.0.0.1:9/v1", "m", max_response_bytes=1.5)
+
+
+# --------------------------------------------------------------------- bounded responses
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "close-delimited"])
+def test_oversized_body_is_refused_without_reading_it(server, tmp_path, declared):
+    body = chat_reply("big").ljust(32 * 2**20)  # valid JSON: 32 MiB of trailing spaces
+    head = http_head(len(body) if declared else None)
+    server.behave = lambda b, n: ("raw", [head, *pieces(body, 2**16)], 0)
+    with client(server, tmp_path, max_response_bytes=2**20, max_retries=0) as c:
+        r = c.chat(chat("big"))
+        assert r.status == "failed" and r.text is None and len(c.cache) == 0
+    assert "larger than" in r.error and "max_response_bytes=1048576" in r.error
+    time.sleep(0.2)  # let the server notice the hang-up
+    assert server.bytes_written < len(body) // 2
+
+
+def test_body_within_the_size_limit_is_read(server, tmp_path):
+    body = chat_reply("fits").ljust(2**20)
+    server.behave = lambda b, n: ("raw", [http_head(None), *pieces(body, 2**16)], 0)
+    with client(server, tmp_path, max_response_bytes=2**20) as c:
+        r = c.chat(chat("fits"))
+    assert r.ok and r.text == "fits"
+
+
+def test_reply_that_is_not_json_is_a_failure(server, tmp_path):
+    nested = b"[" * 200_000  # valid JSON prefix, too deep for any parser
+    server.behave = lambda b, n: ("raw", [http_head(len(nested)), nested], 0)
+    with client(server, tmp_path, max_retries=0) as c:
+        r = c.chat(chat("deep"))
+    assert r.status == "failed" and "not JSON" in r.error
+
+
 # -------------------------------------------------------------------------- cache, resume
 
 
@@ -201,6 +405,46 @@ def test_concurrency_limit(server, tmp_path):
         res = c.complete_many([f"p{i}" for i in range(6)])
     assert all(r.ok for r in res) and [r.text for r in res] == ["ok"] * 6
     assert server.max_in_flight == 2
+
+
+def test_cache_is_per_server(tmp_path):
+    """Two servers serving a model of the same name do not share answers."""
+    a, b = FakeServer(), FakeServer()
+    try:
+        a.behave = lambda body, n: (200, "from A")
+        b.behave = lambda body, n: (200, "from B")
+        cache_dir = tmp_path / "shared"
+        with OpenAIClient(a.url, "same-name", cache_dir=cache_dir) as ca:
+            assert ca.chat(chat("q")).text == "from A"
+        with OpenAIClient(b.url, "same-name", cache_dir=cache_dir) as cb:
+            rb = cb.chat(chat("q"))
+        assert rb.text == "from B" and not rb.cached and len(b.requests) == 1
+        # the same server spelt with a trailing slash is the same server
+        with OpenAIClient(a.url + "/", "same-name", cache_dir=cache_dir) as ca2:
+            ra = ca2.chat(chat("q"))
+        assert ra.text == "from A" and ra.cached and len(a.requests) == 1
+        record = json.loads(ResponseCache(cache_dir).path(rb.key).read_text())
+        assert record["server"] == b.url
+    finally:
+        a.close()
+        b.close()
+
+
+def test_cache_key_normalises_the_server():
+    args = ("chat", "m", chat("a"), {"temperature": 0, "max_tokens": 5}, 1)
+    k = cache_key(*args, server="http://example.com/v1")
+    assert k == cache_key(*args, server="HTTP://Example.COM:80/v1/")
+    assert k == cache_key(*args, server="http://user:secret@example.com/v1")
+    assert k != cache_key(*args, server="https://example.com/v1")
+    assert k != cache_key(*args, server="http://example.com:8000/v1")
+    assert k != cache_key(*args, server="http://example.com/v2")
+    assert k != cache_key(*args, server="http://other.example.com/v1")
+    assert cache_key(*args, server="https://[::1]:443/v1") == cache_key(
+        *args, server="https://[::1]/v1"
+    )
+    # without a server (local models) the key is the one psens always wrote
+    assert cache_key(*args) == "01ca4ab2792ff6cfaf77f2485343f6255fa8801b98e17eca7c2863bc75be261a"
+    assert cache_key(*args) != k
 
 
 def test_cache_key_and_atomic_files(tmp_path):

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import html
+import json
+import warnings
+
 import pytest
 
 pytest.importorskip("altair")
@@ -9,6 +13,7 @@ pytest.importorskip("vl_convert")
 
 from psens.report import report_chart, write_report
 from psens.synthetic import synthetic_run
+from tests.support import HOSTILE
 
 
 def test_report_is_offline_and_complete(tmp_path):
@@ -28,3 +33,33 @@ def test_report_skips_unfinished_samples(tmp_path):
     ds["status"].values[0, 1] = 0  # pending
     spec = report_chart(ds).to_dict()
     assert spec["vconcat"][0]  # still renders from the done samples
+
+
+def _spec_json(page: str) -> dict:
+    """The chart spec embedded in the report (``const spec = {...};``)."""
+    start = page.index("const spec = ") + len("const spec = ")
+    spec, _end = json.JSONDecoder().raw_decode(page, start)
+    return spec
+
+
+def test_report_escapes_hostile_ids_and_names(tmp_path):
+    """Ids and model names are shown as text: they cannot close the chart's <script> tag."""
+    models = {
+        HOSTILE: ("toy", "toy", "instruct", "dense", 7.0, 7.0, 0.5),
+        "toy & <b>": ("toy", "toy", "base", "dense", 7.0, 7.0, 0.8),
+    }
+    ds = synthetic_run(models, n_samples=4, n_vars=(3,))
+    ids = [f"{HOSTILE}{k}" for k in range(ds.sizes["sample"])]
+    ds = ds.assign_coords(sample=ids)
+    page = write_report(ds, tmp_path / "report.html").read_text()
+    assert "</script><script>alert(1)" not in page
+    assert "<script>alert" not in page and "<b>" not in page
+    spec = _spec_json(page)  # parses back to the very same strings
+    assert spec["vconcat"][1]["title"]["text"].startswith(f"{HOSTILE}, sample {ids[0]}:")
+    models_seen = {row.get("model") for rows in spec["datasets"].values() for row in rows} - {None}
+    assert models_seen == set(models)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        expected = report_chart(ds).to_dict()
+    assert json.dumps(spec, sort_keys=True) == json.dumps(expected, sort_keys=True)
+    assert html.escape("toy & <b>") in page.split("<body>")[-1]  # the summary text, escaped
