@@ -67,9 +67,10 @@ def _toml(cfg: dict, path: Path) -> Path:
 
 
 def _without_config(ds):
-    """A loaded copy without the config attr (it names the store path, which differs)."""
+    """A loaded copy without the config attr (it names the store path, which differs) and
+    the run id (every created store has its own)."""
     out = ds.load().copy()
-    out.attrs = {k: v for k, v in out.attrs.items() if k != "config"}
+    out.attrs = {k: v for k, v in out.attrs.items() if k not in ("config", "run_id")}
     return out
 
 
