@@ -479,13 +479,17 @@ def _run_dask(cfg: RunConfig, todo, progress: bool) -> None:
 
 
 def summarize(ds, wall: float | None = None) -> str:
-    """One line per model: IPS (all/low/mid/high), output consistency, failed blocks."""
+    """One line per model: IPS (all/low/mid/high) and output consistency over the done
+    blocks, and how many blocks are pending or failed (those are left out)."""
     from psens.ips import tables
 
     ds = ds.load()
     if "shot" in ds.dims:
         ds = ds.isel(shot=0)
-    done = ds["status"].values == store.DONE
+    status = ds["status"].values
+    done = status == store.DONE
+    # an unfinished block's prediction (e.g. of an interrupted attempt) is not counted
+    ds = ds.assign(prediction=ds["prediction"].where(ds["status"] == store.DONE, ""))
     per_sample = tables.per_sample_ips(ds, float(ds.attrs.get("tau", 0.1)))
     consistency = tables.output_consistency(ds)
     lines = []
@@ -493,14 +497,30 @@ def summarize(ds, wall: float | None = None) -> str:
         values = per_sample.isel(model=m).values[done[m]]  # [sample, order]
         means = [np.nanmean(col) if np.isfinite(col).any() else np.nan for col in values.T]
         parts = [f"{x:.3f}" if math.isfinite(x) else "n/a" for x in means]
-        failed = int((ds["status"].values[m] == store.FAILED).sum())
+        note = _blocks_note(
+            int((status[m] == store.PENDING).sum()), int((status[m] == store.FAILED).sum())
+        )
         lines.append(
             f"  {name}: IPS {parts[0]} (low {parts[1]}, mid {parts[2]}, high {parts[3]}); "
-            f"output consistency {consistency.iloc[m]:.2f}"
-            + (f"; {failed} failed block(s)" if failed else "")
+            f"output consistency {consistency.iloc[m]:.2f}" + (f"; {note}" if note else "")
         )
     head = "psens run summary" + (f" ({_fmt_time(wall)})" if wall is not None else "") + ":"
     return "\n".join([head, *lines])
+
+
+def _blocks_note(pending: int, failed: int) -> str:
+    """E.g. ``"2 blocks pending, 1 failed"``; '' when every block is done."""
+
+    def blocks(n: int) -> str:
+        return f"{n} block{'s' if n != 1 else ''}"
+
+    if pending and failed:
+        return f"{blocks(pending)} pending, {failed} failed"
+    if pending:
+        return f"{blocks(pending)} pending"
+    if failed:
+        return f"{blocks(failed)} failed"
+    return ""
 
 
 def _fmt_bytes(n: float) -> str:

@@ -296,6 +296,29 @@ def test_a_failed_block_holds_nan(tmp_path):
     assert back.prediction.values[0, 1].tolist() == ["", ""]
 
 
+def test_ips_and_summary_skip_failed_and_pending_blocks(run):
+    from psens.ips import ips, sample_ips
+    from psens.runner import summarize
+
+    ds = run.copy(deep=True)
+    full = sample_ips(ds, 0.1, orders="all").values
+    status = ds["status"].values
+    status[0, 1] = status[0, 2] = store.PENDING  # finite numbers of an interrupted attempt
+    status[0, 3] = store.FAILED  # an old store: a failed block with finite numbers
+    out = sample_ips(ds, 0.1, orders="all")
+    skipped = status != store.DONE
+    assert np.isnan(out.values[skipped]).all()
+    np.testing.assert_array_equal(out.values[~skipped], full[~skipped])
+    assert (out.attrs["blocks_pending"], out.attrs["blocks_failed"]) == (2, 1)
+    plain = ips(ds)
+    assert np.isnan(plain.values[skipped]).all()
+    np.testing.assert_array_equal(plain.values[~skipped], full[~skipped])
+    assert (plain.attrs["blocks_pending"], plain.attrs["blocks_failed"]) == (2, 1)
+    lines = summarize(ds).splitlines()
+    assert "2 blocks pending, 1 failed" in lines[1]
+    assert "pending" not in lines[2] and "failed" not in lines[2]
+
+
 def _damage(path, run):
     """Delete, truncate and flip one chunk each, in three blocks; returns their names."""
     from tests.support import chunk_file, tamper
