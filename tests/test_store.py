@@ -329,10 +329,14 @@ def _damage(path, run):
     return sorted((str(run.model.values[m]), str(run.sample.values[s])) for _, m, s, _ in cases)
 
 
-def test_verify_names_deleted_truncated_and_flipped_chunks(tmp_path, run):
+def test_verify_names_deleted_truncated_and_flipped_chunks(tmp_path, run, capsys):
+    from psens.cli import main
+
     path = store.save(run, tmp_path / "r.zarr")
     report = store.verify(path)
     assert report.ok and report.checked == run.status.size
+    assert main(["verify", str(path)]) == 0
+    assert "ok" in capsys.readouterr().out
     damaged = _damage(path, run)
     report = store.verify(path)
     assert not report.ok
@@ -341,9 +345,12 @@ def test_verify_names_deleted_truncated_and_flipped_chunks(tmp_path, run):
         store.open_run(path, verify=True)
     for model, sample in damaged:
         assert f"({model}, {sample})" in str(err.value)
-    out = report.report()
+    assert main(["verify", str(path)]) == 1
+    out = capsys.readouterr().out
     for model, sample in damaged:
         assert f"model {model}, sample {sample}" in out
+    assert main(["summary", str(path)]) == 2  # a clean message, no traceback
+    assert "damaged" in capsys.readouterr().err
 
 
 def test_verify_checks_the_coordinates(tmp_path, run):
@@ -357,11 +364,12 @@ def test_verify_checks_the_coordinates(tmp_path, run):
         store.open_run(path, verify=True)
 
 
-def test_verify_an_old_store_without_checksums(tmp_path, run):
+def test_verify_an_old_store_without_checksums(tmp_path, run, capsys):
     import shutil
     import warnings
 
     zarr = pytest.importorskip("zarr")
+    from psens.cli import main
 
     path = store.save(run, tmp_path / "r.zarr")
     shutil.rmtree(path / store.CHECKSUM_VAR)
@@ -372,5 +380,6 @@ def test_verify_an_old_store_without_checksums(tmp_path, run):
         zarr.consolidate_metadata(str(path))
     report = store.verify(path)
     assert report.ok and not report.has_checksums
-    assert "no checksums recorded" in report.report()
+    assert main(["verify", str(path)]) == 0
+    assert "no checksums recorded" in capsys.readouterr().out
     assert_run_equal(run, store.open_run(path, verify=True))
