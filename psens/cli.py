@@ -1,4 +1,9 @@
-"""Command line: ``psens run CONFIG``, ``psens summary STORE``, ``psens export STORE OUT.nc``."""
+"""Command line: ``psens run CONFIG``, ``psens summary STORE``, ``psens export STORE OUT.nc``,
+``psens verify STORE``.
+
+Exit codes: 0 success; 1 ``psens verify`` found damage; 2 a refused input (the message says
+what is wrong and how to fix it).
+"""
 
 from __future__ import annotations
 
@@ -22,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     p_exp = sub.add_parser("export", help="export a stored run to netCDF")
     p_exp.add_argument("store")
     p_exp.add_argument("out")
+    p_ver = sub.add_parser(
+        "verify", help="check a stored run against its checksums; name damaged blocks"
+    )
+    p_ver.add_argument("store")
     args = parser.parse_args(argv)
     try:
         return _dispatch(args)
@@ -48,11 +57,15 @@ def _dispatch(args) -> int:
             print(f"report: {write_report(ds, args.report)}", file=sys.stderr)
         return 0
     if args.command == "summary":
-        print(summarize(store.open_run(args.store)))
+        print(summarize(store.open_run(args.store, verify=True)))
         return 0
     if args.command == "export":
-        print(store.to_netcdf(args.store, args.out))
+        print(store.to_netcdf(store.open_run(args.store, verify=True), args.out))
         return 0
+    if args.command == "verify":
+        found = store.verify(args.store)
+        print(found.report())
+        return 0 if found.ok else 1
     raise AssertionError(args.command)
 
 

@@ -2,10 +2,10 @@
 
 Runs the embedded default: the offline SmolLM2-135M-Instruct, six ARC-Challenge items from
 the offline copy, the paper's five templates, n = 5 input variables, τ = 0.1, the canonical
-AND-OR solver (the least-norm optimal split, unique for each game). Writes the store (``runs/demo.zarr``), an HTML report (``runs/demo.html``)
-and prints the summary. A second call resumes (and finishes at once). Scale up by editing
-the config: more ``samples``, a larger ``n_vars``, hub ``models``, ``device = "cuda"``,
-``scheduler = "local:N"``.
+AND-OR solver (the least-norm optimal split, unique for each game). Writes the store
+(``runs/demo.zarr``), an HTML report (``runs/demo.html``) and prints the summary. A second
+call resumes (and finishes at once). Scale up by editing the config: more ``samples``, a
+larger ``n_vars``, hub ``models``, ``device = "cuda"``, ``scheduler = "local:N"``.
 """
 
 from __future__ import annotations

@@ -6,10 +6,16 @@ is scored on all ``2**n`` masked prompts, decomposed (paper eq. 12), checked for
 matching and written to its own zarr chunks with ``status = done`` last.
 
 * **Resume.** Starting the same config again skips the blocks that are done; a block that
-  was being written when the process died is still pending and is recomputed. Each block
-  depends only on the config, so a resumed run ends identical to an uninterrupted one.
-* **Failures.** An exception while scoring a block is recorded (``status = failed`` and the
-  error text) and the run goes on; the next start retries failed blocks.
+  was being written when the process died is still pending and is recomputed, and so is
+  a done block whose chunks no longer match their checksums (:func:`psens.store.verify`).
+  Each block depends only on the config, so a resumed run ends identical to an
+  uninterrupted one.
+* **One run per store.** The run holds the store's lock (:func:`psens.store.lock`) from
+  start to end; a second run on the same store is refused with the first one's PID. Block
+  writers carry the store's ``run_id``, so a stale process cannot write into a store that
+  was started over with ``overwrite``.
+* **Failures.** An exception while scoring a block is recorded (``status = failed``, the
+  error text and NaN values) and the run goes on; the next start retries failed blocks.
 * **Distributed.** ``scheduler = "local:N"`` runs the blocks on a dask.distributed
   LocalCluster of N single-threaded worker processes; ``"tcp://host:port"`` on an existing
   cluster (one worker per GPU on GPU machines). Workers write their own zarr regions; the
@@ -298,23 +304,26 @@ def _scorer(cfg: RunConfig, model: str):
     return _SCORERS[key]
 
 
-def _work_unit(cfg_dict: dict, model_index: int, samples: Sequence[int]) -> list[int]:
-    """One dask task: score some samples of one model and write their blocks."""
+def _work_unit(
+    cfg_dict: dict, model_index: int, samples: Sequence[int], run_id: str | None = None
+) -> list[int]:
+    """One dask task: score some samples of one model and write their blocks (refused when
+    the store's run id is no longer ``run_id``: the run was started over meanwhile)."""
     cfg = RunConfig.from_dict(cfg_dict)
     plan = Plan(cfg)
     scorer = _scorer(cfg, cfg.models[model_index])
     for s in samples:
-        _run_block(scorer, plan, model_index, s)
+        _run_block(scorer, plan, model_index, s, run_id)
     return list(samples)
 
 
-def _run_block(scorer, plan: Plan, m: int, s: int) -> bool:
+def _run_block(scorer, plan: Plan, m: int, s: int, run_id: str | None = None) -> bool:
     try:
         block = compute_block(scorer, plan, s)
         block["status"] = store.DONE
     except Exception as exc:  # recorded, never silently wrong
         block = _failed_block(exc)
-    store.write_block(plan.cfg.store, m, s, block)
+    store.write_block(plan.cfg.store, m, s, block, run_id=run_id)
     return block["status"] == store.DONE
 
 
@@ -412,26 +421,48 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
         f"CPU), store ~{_fmt_bytes(est['store_bytes'])}"
     )
     _check_disk(Path(cfg.store), est["store_bytes"])
-    ds = _open_or_create(plan, overwrite)
-    status = ds["status"].values
-    todo = [
-        (m, s)
-        for m in range(len(cfg.models))
-        for s in range(len(plan.items))
-        if status[m, s] != store.DONE
-    ]
-    if len(todo) < plan.blocks:
-        say(f"resuming: {plan.blocks - len(todo)} of {plan.blocks} blocks already done")
-    if cfg.scheduler:
-        _run_dask(cfg, todo, progress)
-    else:
-        _run_serial(cfg, plan, todo, progress)
+    with store.lock(cfg.store, "psens run"):  # held until the last block is written
+        resuming = Path(cfg.store).exists() and not overwrite
+        ds = _open_or_create(plan, overwrite)
+        run_id = ds.attrs.get("run_id")  # None for stores of an older psens
+        if resuming:
+            store.remove_leftovers(cfg.store)
+            _recompute_damaged(cfg.store, run_id, say)
+        status = ds["status"].values
+        todo = [
+            (m, s)
+            for m in range(len(cfg.models))
+            for s in range(len(plan.items))
+            if status[m, s] != store.DONE
+        ]
+        if len(todo) < plan.blocks:
+            say(f"resuming: {plan.blocks - len(todo)} of {plan.blocks} blocks already done")
+        if cfg.scheduler:
+            _run_dask(cfg, todo, progress, run_id)
+        else:
+            _run_serial(cfg, plan, todo, progress, run_id)
     ds = store.open_run(cfg.store)
     say(summarize(ds, wall=time.perf_counter() - start))
     return ds
 
 
-def _run_serial(cfg: RunConfig, plan: Plan, todo, progress: bool) -> None:
+def _recompute_damaged(path: str, run_id: str | None, say) -> None:
+    """Verify a store being resumed: its damaged blocks are made pending (so this run
+    recomputes them); damaged coordinates cannot be recomputed and are refused."""
+    found = store.verify(path)
+    if found.damaged_arrays:
+        fail(
+            "psens run",
+            f"{path} is damaged beyond its blocks: {found.brief()}",
+            "Start over with overwrite=True (--overwrite)",
+        )
+    if found.damaged:
+        say(f"{found.brief()}: recomputing them")
+        for m, s in found.damaged_index:
+            store.write_block(path, m, s, {"status": store.PENDING}, run_id=run_id)
+
+
+def _run_serial(cfg: RunConfig, plan: Plan, todo, progress: bool, run_id: str | None) -> None:
     from tqdm.auto import tqdm
 
     by_model: dict[int, list[int]] = {}
@@ -441,10 +472,10 @@ def _run_serial(cfg: RunConfig, plan: Plan, todo, progress: bool) -> None:
         scorer = _scorer(cfg, cfg.models[m])
         bar = tqdm(samples, desc=cfg.models[m], unit="sample", disable=not progress, leave=False)
         for s in bar:
-            _run_block(scorer, plan, m, s)
+            _run_block(scorer, plan, m, s, run_id)
 
 
-def _run_dask(cfg: RunConfig, todo, progress: bool) -> None:
+def _run_dask(cfg: RunConfig, todo, progress: bool, run_id: str | None) -> None:
     from dask.distributed import Client, LocalCluster, as_completed
 
     sched = str(cfg.scheduler)
@@ -462,7 +493,7 @@ def _run_dask(cfg: RunConfig, todo, progress: bool) -> None:
         client = Client(sched)
     try:
         cfg_dict = cfg.to_dict()
-        futures = [client.submit(_work_unit, cfg_dict, m, [s], pure=False) for m, s in todo]
+        futures = [client.submit(_work_unit, cfg_dict, m, [s], run_id, pure=False) for m, s in todo]
         from tqdm.auto import tqdm
 
         with tqdm(total=len(futures), desc="blocks", disable=not progress) as bar:
@@ -479,13 +510,17 @@ def _run_dask(cfg: RunConfig, todo, progress: bool) -> None:
 
 
 def summarize(ds, wall: float | None = None) -> str:
-    """One line per model: IPS (all/low/mid/high), output consistency, failed blocks."""
+    """One line per model: IPS (all/low/mid/high) and output consistency over the done
+    blocks, and how many blocks are pending or failed (those are left out)."""
     from psens.ips import tables
 
     ds = ds.load()
     if "shot" in ds.dims:
         ds = ds.isel(shot=0)
-    done = ds["status"].values == store.DONE
+    status = ds["status"].values
+    done = status == store.DONE
+    # an unfinished block's prediction (e.g. of an interrupted attempt) is not counted
+    ds = ds.assign(prediction=ds["prediction"].where(ds["status"] == store.DONE, ""))
     per_sample = tables.per_sample_ips(ds, float(ds.attrs.get("tau", 0.1)))
     consistency = tables.output_consistency(ds)
     lines = []
@@ -493,14 +528,30 @@ def summarize(ds, wall: float | None = None) -> str:
         values = per_sample.isel(model=m).values[done[m]]  # [sample, order]
         means = [np.nanmean(col) if np.isfinite(col).any() else np.nan for col in values.T]
         parts = [f"{x:.3f}" if math.isfinite(x) else "n/a" for x in means]
-        failed = int((ds["status"].values[m] == store.FAILED).sum())
+        note = _blocks_note(
+            int((status[m] == store.PENDING).sum()), int((status[m] == store.FAILED).sum())
+        )
         lines.append(
             f"  {name}: IPS {parts[0]} (low {parts[1]}, mid {parts[2]}, high {parts[3]}); "
-            f"output consistency {consistency.iloc[m]:.2f}"
-            + (f"; {failed} failed block(s)" if failed else "")
+            f"output consistency {consistency.iloc[m]:.2f}" + (f"; {note}" if note else "")
         )
     head = "psens run summary" + (f" ({_fmt_time(wall)})" if wall is not None else "") + ":"
     return "\n".join([head, *lines])
+
+
+def _blocks_note(pending: int, failed: int) -> str:
+    """E.g. ``"2 blocks pending, 1 failed"``; '' when every block is done."""
+
+    def blocks(n: int) -> str:
+        return f"{n} block{'s' if n != 1 else ''}"
+
+    if pending and failed:
+        return f"{blocks(pending)} pending, {failed} failed"
+    if pending:
+        return f"{blocks(pending)} pending"
+    if failed:
+        return f"{blocks(failed)} failed"
+    return ""
 
 
 def _fmt_bytes(n: float) -> str:

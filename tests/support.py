@@ -377,3 +377,33 @@ def paper_sgd_ref(
                 buf_q = grad_q.copy() if buf_q is None else momentum * buf_q + grad_q
                 q = q - eta[it] * buf_q
     return p, q
+
+
+# ------------------------------------------------------------------ damaging a store on disk
+
+
+def chunk_file(store_path: Path, name: str, model: int, sample: int) -> Path:
+    """The chunk file of variable ``name`` for block (``model``, ``sample``) of a run store
+    (zarr v3 default keys; a block is one chunk, so the trailing chunk indices are 0)."""
+    meta = json.loads((Path(store_path) / name / "zarr.json").read_text())
+    tail = ["0"] * (len(meta["shape"]) - 2)
+    return Path(store_path, name, "c", str(model), str(sample), *tail)
+
+
+def tamper(path: Path, how: str) -> None:
+    """Damage one chunk file the way disks and copies do: ``delete`` it, ``truncate`` it to
+    half its length, or ``flip`` (invert) a few bytes in its second half."""
+    path = Path(path)
+    assert path.is_file(), f"no chunk at {path}"
+    data = path.read_bytes()
+    if how == "delete":
+        path.unlink()
+    elif how == "truncate":
+        path.write_bytes(data[: len(data) // 2])
+    elif how == "flip":
+        raw = bytearray(data)
+        for k in range(len(raw) // 2, min(len(raw), len(raw) // 2 + 4)):
+            raw[k] ^= 0xFF
+        path.write_bytes(bytes(raw))
+    else:
+        raise ValueError(how)

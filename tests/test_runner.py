@@ -21,6 +21,8 @@ from psens.interactions import reconstruct
 from psens.synthetic import assert_run_equal
 from tests.support import (
     ROOT,
+    chunk_file,
+    tamper,
     write_tiny_dataset,
     write_tiny_model,
 )
@@ -67,9 +69,10 @@ def _toml(cfg: dict, path: Path) -> Path:
 
 
 def _without_config(ds):
-    """A loaded copy without the config attr (it names the store path, which differs)."""
+    """A loaded copy without the config attr (it names the store path, which differs) and
+    the run id (every created store has its own)."""
     out = ds.load().copy()
-    out.attrs = {k: v for k, v in out.attrs.items() if k != "config"}
+    out.attrs = {k: v for k, v in out.attrs.items() if k not in ("config", "run_id")}
     return out
 
 
@@ -249,3 +252,129 @@ def test_failed_block_is_recorded_and_retried(assets, tmp_path, monkeypatch):
     monkeypatch.setattr(psens.runner, "compute_block", real)
     ds = run(_config(assets, out), progress=False, quiet=True)
     assert (ds.status.values == store.DONE).all()
+
+
+# ----------------------------------------------------------------------------- store safety
+
+
+def test_overwrite_of_a_folder_that_is_not_a_store_is_refused(assets, tmp_path, capsys):
+    results = tmp_path / "results"
+    results.mkdir()
+    for k in range(3):
+        (results / f"table{k}.csv").write_text("precious")
+    cfg = _toml(_config(assets, results), tmp_path / "c.toml")
+    assert main(["run", str(cfg), "--overwrite", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "holds 3 files that are not a psens store" in err and "Traceback" not in err
+    assert len(list(results.iterdir())) == 3
+
+
+def _hold_lock(path: Path) -> subprocess.Popen:
+    """Another process holding the store's lock (until killed)."""
+    code = (
+        "import sys, time\nfrom psens import store\n"
+        "with store.lock(sys.argv[1]):\n    print('locked', flush=True)\n    time.sleep(300)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(path)],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.stdout.readline().strip() == b"locked"
+    return proc
+
+
+def test_second_run_on_a_store_in_use_is_refused(assets, tmp_path, capsys):
+    out = tmp_path / "run.zarr"
+    cfg = _toml(_config(assets, out), tmp_path / "c.toml")
+    proc = _hold_lock(out)
+    try:
+        for extra in ([], ["--overwrite"]):
+            assert main(["run", str(cfg), "--no-progress", *extra]) == 2
+            err = capsys.readouterr().err
+            assert f"in use by PID {proc.pid}" in err and "Traceback" not in err
+        assert not out.exists()
+    finally:
+        proc.kill()
+        proc.wait(30)
+
+
+def test_stale_dask_task_is_refused(assets, tmp_path):
+    from psens.config import RunConfig
+    from psens.runner import _work_unit, run
+
+    out = tmp_path / "run.zarr"
+    cfg = _config(assets, out, samples=1)
+    old = run(cfg, progress=False, quiet=True).attrs["run_id"]
+    new = run(cfg, overwrite=True, progress=False, quiet=True).attrs["run_id"]
+    assert new != old
+    with pytest.raises(ValueError, match="run id"):
+        _work_unit(RunConfig.from_any(cfg).to_dict(), 0, [0], old)
+    assert _work_unit(RunConfig.from_any(cfg).to_dict(), 0, [0], new) == [0]
+
+
+def test_kill_during_creation_then_run_is_identical(assets, tmp_path, serial_run):
+    out = tmp_path / "run.zarr"
+    cfg = _toml(_config(assets, out), tmp_path / "c.toml")
+    # the process dies (no clean-up) when the store's arrays are written but not its metadata
+    code = (
+        "import os, sys, zarr\n"
+        "zarr.consolidate_metadata = lambda *a, **k: os._exit(9)\n"
+        "from psens.cli import main\nmain(['run', sys.argv[1], '--no-progress'])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(cfg)], env=env, capture_output=True, timeout=300
+    )
+    assert proc.returncode == 9, proc.stderr.decode()[-2000:]
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    assert_run_equal(_without_config(store.open_run(out)), _without_config(serial_run))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml", "run.zarr"]
+
+
+def test_failed_retry_of_an_interrupted_block_holds_nan(assets, tmp_path, monkeypatch, capsys):
+    import psens.runner
+    from psens.config import RunConfig
+    from psens.runner import Plan, _scorer, run
+
+    real = psens.runner.compute_block
+    out = tmp_path / "r.zarr"
+    ds = run(_config(assets, out), progress=False, quiet=True)
+    # an attempt that wrote block 1's numbers and died before its status
+    cfg = RunConfig.from_any(_config(assets, out))
+    block = real(_scorer(cfg, cfg.models[0]), Plan(cfg), 1)
+    store.write_block(out, 0, 1, {**block, "status": store.PENDING}, run_id=ds.attrs["run_id"])
+    assert np.isfinite(store.open_run(out).v.values[0, 1, :, 0]).all()
+
+    def flaky(scorer, plan, sample):
+        if sample == 1:
+            raise RuntimeError("model server went away")
+        return real(scorer, plan, sample)
+
+    monkeypatch.setattr(psens.runner, "compute_block", flaky)
+    ds = run(_config(assets, out), progress=False).load()
+    assert ds.status.values.tolist() == [[store.DONE, store.FAILED, store.DONE]]
+    for name in ("v", "I_and", "I_or", "gamma", "p_target", "hidden_cosine", "matching_error"):
+        assert np.isnan(ds[name].values[0, 1]).all(), name
+    assert "1 block failed" in capsys.readouterr().err
+
+
+def test_damaged_blocks_are_named_and_recomputed(assets, tmp_path, serial_run, capsys):
+    import json
+    import shutil
+
+    out = tmp_path / "run.zarr"
+    shutil.copytree(json.loads(serial_run.attrs["config"])["store"], out)
+    cfg = _toml(_config(assets, out), tmp_path / "c.toml")
+    cases = [("I_and", 0, "delete"), ("v", 1, "truncate"), ("gamma", 2, "flip")]
+    for name, s, how in cases:
+        tamper(chunk_file(out, name, 0, s), how)
+    assert main(["verify", str(out)]) == 1
+    report = capsys.readouterr().out
+    model = str(serial_run.model.values[0])
+    for _, s, _ in cases:
+        assert f"model {model}, sample {serial_run.sample.values[s]}" in report
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    assert "3 damaged blocks" in capsys.readouterr().err
+    assert main(["verify", str(out)]) == 0
+    assert_run_equal(_without_config(store.open_run(out)), _without_config(serial_run))

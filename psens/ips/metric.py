@@ -34,12 +34,14 @@ import numpy as np
 
 from psens._validation import check_game, check_in_interval, check_same_shape, fail
 from psens.interactions.transforms import reconstruct
+from psens.store import DONE, FAILED, PENDING
 
 __all__ = [
     "CLASSES",
     "ORDERS",
     "ORDER_LEVELS",
     "aggregate",
+    "block_status",
     "check_taus",
     "class_shares",
     "interaction_classes",
@@ -268,7 +270,9 @@ def ips(I_and, I_or=None, tau: float = 0.1, order: Order | None = None):
         Per-sample IPS in [0, 2]; NaN when no template pair has a salient interaction.
         For a Dataset: a DataArray over its dims other than ``template``/``subset`` (in the
         Dataset's order, with the coordinates on them), named ``ips`` (``ips_<order>``),
-        with ``attrs`` ``tau`` and ``order``. Average over samples with :func:`aggregate`.
+        with ``attrs`` ``tau`` and ``order``; blocks that are not done (pending or failed)
+        are NaN, counted in ``attrs`` ``blocks_pending`` and ``blocks_failed``. Average over
+        samples with :func:`aggregate`.
 
     Examples
     --------
@@ -304,6 +308,7 @@ def _ips_dataset(ds, tau: float, order: Order | None):
     )
     out.name = "ips" if order is None else f"ips_{order}"
     out.attrs.update(tau=tau, order=order or "all")
+    out.attrs.update({k: value.attrs[k] for k in ("blocks_pending", "blocks_failed")})
     return out
 
 
@@ -612,7 +617,9 @@ def sample_ips(
     -------
     xarray.DataArray
         dims ``model, sample, [shot,] [pair,] [order,] [tau]``; NaN where a sample has no
-        salient interaction in any used pair. Average over samples with
+        salient interaction in any used pair, and for every block that is not done
+        (pending or failed: skipped, whatever numbers it holds; ``attrs`` ``blocks_pending``
+        and ``blocks_failed`` say how many there were). Average over samples with
         :func:`psens.ips.aggregate`.
 
     Examples
@@ -632,7 +639,7 @@ def sample_ips(
     if added:  # a slice of a run: treat the missing dims as length one
         if models is not None and "model" in added:
             fail(where, "models= was given but the Dataset has no model dim", "Leave models out")
-        ds = ds[["I_and", "I_or"]].expand_dims(added)
+        ds = ds[["I_and", "I_or", *(["status"] if "status" in ds else [])]].expand_dims(added)
     scalar_tau = np.ndim(tau) == 0
     taus = check_taus(tau, where)
     sort = np.argsort(taus, kind="stable")
@@ -671,13 +678,21 @@ def sample_ips(
     per_sample = int(np.prod(rest)) * len(pair_idx) * 2 * a_da.shape[-1] * len(orders)
     step = max(1, _CHUNK_ELEMENTS // max(per_sample, 1))
     shape_tail = (len(pair_idx), len(orders), taus.size)
+    status = block_status(ds)
+    skip = np.zeros((n_m, n_s), bool) if status is None else status != DONE
     out = np.empty((n_m, n_s, *rest, *shape_tail))
     for m in range(n_m):  # one model and a block of samples at a time (bounded memory)
         for s0 in range(0, n_s, step):
             sl = slice(s0, min(n_s, s0 + step))
-            a, o = _as_arrays(
-                a_da.isel(model=m, sample=sl).values, o_da.isel(model=m, sample=sl).values, where
-            )
+            if skip[m, sl].all():  # pending or failed: never read
+                out[m, sl] = np.nan
+                continue
+            a = a_da.isel(model=m, sample=sl).values
+            o = o_da.isel(model=m, sample=sl).values
+            if skip[m, sl].any():  # their values (e.g. of an interrupted attempt) count as NaN
+                rows = skip[m, sl].reshape(-1, *(1,) * (a.ndim - 1))
+                a, o = np.where(rows, np.nan, a), np.where(rows, np.nan, o)
+            a, o = _as_arrays(a, o, where)
             out[m, sl] = _pair_block(a, o, taus_sorted, orders, pair_idx)
     out = out[..., unsort]
     dims = [*lead_dims, "pair", "order", "tau"]
@@ -708,5 +723,15 @@ def sample_ips(
         tau=float(taus[0]) if scalar_tau else taus.tolist(),
         templates=tnames,
         pairs=[labels[k] for k in pair_idx],
+        blocks_pending=0 if status is None else int((status == PENDING).sum()),
+        blocks_failed=0 if status is None else int((status == FAILED).sum()),
     )
     return da
+
+
+def block_status(ds) -> np.ndarray | None:
+    """The ``status`` of every (model, sample) block of a run Dataset (0 pending, 1 done,
+    2 failed), as a ``[model, sample]`` array; None when the Dataset has no status."""
+    if "status" not in ds.variables or set(ds["status"].dims) != {"model", "sample"}:
+        return None
+    return np.asarray(ds["status"].transpose("model", "sample").values)

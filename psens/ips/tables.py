@@ -36,6 +36,7 @@ from psens.ips.factors.stats import bootstrap_means, percentile_ci, resample_cou
 from psens.ips.metric import (
     CLASSES,
     ORDER_LEVELS,
+    block_status,
     interaction_classes,
     nanmean,
     normalize,
@@ -43,6 +44,7 @@ from psens.ips.metric import (
     sample_ips,
     sparsity_curve,
 )
+from psens.store import DONE
 
 __all__ = [
     "CLASS_LABELS",
@@ -182,9 +184,19 @@ def _games(ds, model: int, shot: int | None = None, *, all_shots: bool = False):
     sub = ds[["I_and", "I_or"]].isel(model=model)
     if not all_shots:
         sub = at_shot(sub, shot)
-    a = sub["I_and"].transpose(..., "template", "subset").values
-    o = sub["I_or"].transpose(..., "template", "subset").values
-    return np.asarray(a, float), np.asarray(o, float)
+    a = np.asarray(sub["I_and"].transpose("sample", ..., "template", "subset").values, float)
+    o = np.asarray(sub["I_or"].transpose("sample", ..., "template", "subset").values, float)
+    return _blank_unfinished(ds, model, a), _blank_unfinished(ds, model, o)
+
+
+def _blank_unfinished(ds, model: int, values: np.ndarray) -> np.ndarray:
+    """``values[sample, ...]`` of one model with the blocks that are not done (pending or
+    failed) set to NaN, whatever numbers they hold (e.g. of an interrupted attempt)."""
+    status = block_status(ds)
+    if status is None or (status[model] == DONE).all():
+        return values
+    rows = (status[model] != DONE).reshape(-1, *(1,) * (values.ndim - 1))
+    return np.where(rows, np.nan, values)
 
 
 def per_sample_ips(ds, tau: float = 0.1):
@@ -393,7 +405,8 @@ def case_table(
         "target": str(ds["target"].sel(sample=sample).values).strip() if "target" in ds else "",
     }
     cols = ["rank", "label", "kind", "size", "mask", "template", "value", "class"]
-    if not np.isfinite(a).all():  # a pending or failed block
+    unfinished = "status" in sub and int(sub["status"].values) != DONE
+    if unfinished or not np.isfinite(a).all():  # a pending or failed block
         info.update(n_salient=0, pending=True)
         return pd.DataFrame(columns=cols), info
     na, no = normalize(a, o)
@@ -590,6 +603,8 @@ def _one_game(ds, model: str, sample: str, template: str, shot: int | None):
     n = int(sub["n_vars"].values)
     size = 1 << n
     pick = [np.asarray(sub[k].values, float)[:size] for k in ("v", "I_and", "I_or")]
+    if "status" in sub and int(sub["status"].values) != DONE:  # pending or failed: no game
+        pick = [np.full(size, np.nan) for _ in pick]
     return n, *pick
 
 
@@ -676,7 +691,9 @@ def matching_error_table(
         m = names.index(model)
         sub = at_shot(ds[["v", "I_and", "I_or"]].isel(model=m), shot)
         arr = {
-            k: np.asarray(sub[k].transpose("sample", "template", "subset").values, float)
+            k: _blank_unfinished(
+                ds, m, np.asarray(sub[k].transpose("sample", "template", "subset").values, float)
+            )
             for k in ("v", "I_and", "I_or")
         }
         for f in fractions:

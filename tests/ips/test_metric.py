@@ -198,7 +198,12 @@ def test_dataset_path_on_a_lazy_store_equals_the_array_path(tmp_path, monkeypatc
         assert blocks == [1] * (run.sizes["model"] * run.sizes["sample"])
         assert got.dims == run["I_and"].dims[:-2]
         assert got.name == ("ips" if order is None else f"ips_{order}")
-        assert got.attrs == {"tau": 0.1, "order": order or "all"}
+        assert got.attrs == {
+            "tau": 0.1,
+            "order": order or "all",
+            "blocks_pending": 0,
+            "blocks_failed": 0,
+        }
         assert list(got["sample"].values) == list(run["sample"].values)
         np.testing.assert_array_equal(got["n_vars"].values, run["n_vars"].values)
         want = ips(a, o, tau=0.1, order=order)
