@@ -7,6 +7,8 @@ The numerical core (AND-OR interactions, Möbius transforms, the γ split of eq.
   order band, stable/unstable classes, sparsity; :func:`sample_ips` is the one run engine
   (block-wise over a stored run, every τ and order band at once);
 * :mod:`psens.ips.tables` — the tidy tables behind every IPS chart and widget;
+* :mod:`psens.ips.floor` — the noise floor: IPS between two scorings of the same prompt
+  (precision, jitter) and a per-model test of template IPS against it;
 * :mod:`psens.ips.accessor` — ``ds.psens``: words of a subset, template pairs by name, a tidy
   :meth:`~psens.ips.accessor.PsensAccessor.to_frame` (one row per interaction);
 * :mod:`psens.ips.charts` — altair charts of those tables (needs the ``widgets`` extra);
@@ -21,7 +23,7 @@ References
    through the Lens of Interactions." arXiv:2510.20366, 2025.
 """
 
-from psens.ips import accessor, factors, tables
+from psens.ips import accessor, factors, floor, tables
 from psens.ips.metric import (
     CLASSES,
     ORDER_LEVELS,
@@ -54,6 +56,7 @@ __all__ = [
     "check_taus",
     "class_shares",
     "factors",
+    "floor",
     "interaction_classes",
     "ips",
     "ips_pairs",

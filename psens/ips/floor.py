@@ -1,0 +1,265 @@
+r"""The noise floor of IPS: the sensitivity that numerical noise alone produces.
+
+IPS compares *salient* interactions — Möbius sums of up to :math:`2^n` values of
+:math:`v` — so rounding noise in :math:`v` moves it. The floor of a prompt is the IPS between
+two scorings of the **same** prompt that should not differ (float32 vs half precision, the
+tree walk vs one prompt at a time, two batch layouts), computed exactly like eq. 3 of [1]_
+with the two scorings in place of two templates:
+
+.. math::
+    \mathrm{floor}(x, T) = \frac{1}{|\Omega_{union}|}\sum_{S\in\Omega_{union}}
+    \frac{|\tilde I_S(x|T) - \tilde I'_S(x|T)|}{(|\tilde I_S(x|T)| + |\tilde I'_S(x|T)|)/2}
+
+where :math:`\tilde I` and :math:`\tilde I'` are the normalised interactions of the two
+scorings and :math:`\Omega_{union}` the union of their salient sets. A template IPS that does
+not exceed the floor says nothing about the model.
+
+* :func:`floor_between` — the floor of two given scorings ``v_a``, ``v_b``;
+* :func:`jitter_floor` — the floor of ``v`` against ``v`` plus Gaussian noise of a given
+  :math:`\sigma` (for runs that were scored once; :data:`PRECISION_SIGMA` holds measured
+  :math:`\sigma` of half-precision scoring);
+* :func:`run_floor` — the jitter floor of every (model, sample, template) of a run;
+* :func:`floor_test` — per model, whether template IPS exceeds the floor: a paired
+  sign-flip permutation test over samples, the mean difference with its bootstrap CI and the
+  paired effect size :math:`d_z = \overline{\Delta} / s_\Delta`.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from psens._validation import check_in_interval, check_positive_int, fail
+from psens.ips.metric import ORDER_LEVELS, ips
+
+__all__ = ["PRECISION_SIGMA", "floor_between", "floor_test", "jitter_floor", "run_floor"]
+
+#: Mean absolute change of v (log-odds) when SmolLM2-135M-Instruct scores ARC prompts in half
+#: precision instead of float32 (CPU, n = 8, 2 items × 5 templates; ``make bench`` measures
+#: the bfloat16 figure again): a σ for :func:`jitter_floor` when a run was scored once.
+PRECISION_SIGMA: dict[str, float] = {"float16": 0.011, "bfloat16": 0.09}
+
+
+def _order_arg(order: str | None) -> str | None:
+    if order in (None, "all"):
+        return None
+    if order not in ORDER_LEVELS:
+        fail("noise floor", f"order={order!r} is unknown", f"Use one of {ORDER_LEVELS}")
+    return order
+
+
+def _decompose(v: np.ndarray, solver: str, settings: dict | None):
+    from psens.interactions import and_or
+
+    return and_or(v, solver, **(settings or {}))
+
+
+def _run_settings(attrs, solver: str) -> dict:
+    """The split settings a run recorded (``solver_*`` attrs) that ``and_or`` takes."""
+    keys = ("steps", "lr", "momentum", "qthres", "preset") if solver == "sgd" else ("qthres",)
+    out = {}
+    for k in keys:
+        value = attrs.get(f"solver_{k}")
+        if value not in (None, ""):
+            out[k] = value
+    return out
+
+
+def floor_between(
+    v_a: Any,
+    v_b: Any,
+    *,
+    solver: str = "canonical",
+    tau: float = 0.1,
+    order: str | None = None,
+    settings: dict | None = None,
+) -> np.ndarray:
+    """IPS between two scorings of the same games, ``[...]`` (NaN: nothing salient).
+
+    Parameters
+    ----------
+    v_a, v_b : array_like, shape (..., 2**n)
+        The two scorings (e.g. float32 and bfloat16 ``v`` of the same prompts).
+    solver : {"canonical", "exact", "sgd"}
+        AND-OR split used for both (:func:`psens.interactions.and_or`).
+    tau : float in (0, 1)
+        Salience threshold.
+    order : {"all", "low", "mid", "high"}, optional
+        Restrict to one order band.
+    settings : dict, optional
+        Extra solver settings (``steps``, ``preset``, ...).
+    """
+    a, b = np.asarray(v_a, dtype=float), np.asarray(v_b, dtype=float)
+    if a.shape != b.shape:
+        fail("floor_between", f"shapes {a.shape} and {b.shape} differ", "Pass two scorings")
+    check_in_interval(tau, "floor_between", "tau", 0.0, 1.0)
+    both = _decompose(np.stack([a, b], axis=-2), solver, settings)
+    return ips(both.I_and, both.I_or, tau=tau, order=_order_arg(order))
+
+
+def jitter_floor(
+    v: Any,
+    sigma: float,
+    *,
+    draws: int = 1,
+    solver: str = "canonical",
+    tau: float = 0.1,
+    order: str | None = None,
+    seed: int = 0,
+    settings: dict | None = None,
+) -> np.ndarray:
+    r"""Floor of ``v`` against ``v + ε``, :math:`\varepsilon \sim N(0, \sigma^2)` i.i.d.
+
+    The mean over ``draws`` independent noise draws (NaN draws skipped), shape ``v.shape[:-1]``.
+    """
+    check_in_interval(sigma, "jitter_floor", "sigma", 0.0, np.inf, closed="neither")
+    check_positive_int(draws, "jitter_floor", "draws")
+    vv = np.asarray(v, dtype=float)
+    rng = np.random.default_rng(seed)
+    noisy = vv[None] + sigma * rng.normal(size=(draws, *vv.shape))
+    clean = np.broadcast_to(vv[None], noisy.shape)
+    values = floor_between(clean, noisy, solver=solver, tau=tau, order=order, settings=settings)
+    with np.errstate(invalid="ignore"):
+        count = np.isfinite(values).sum(axis=0)
+        return np.where(count > 0, np.nansum(values, axis=0) / np.maximum(count, 1), np.nan)
+
+
+def run_floor(
+    ds,
+    sigma: float,
+    *,
+    draws: int = 1,
+    orders: Sequence[str] = ORDER_LEVELS,
+    solver: str | None = None,
+    tau: float | None = None,
+    seed: int = 0,
+):
+    """Jitter floor of every (model, sample, [shot,] template) of a run, per order band.
+
+    Each sample is decomposed at its own ``n`` with the run's solver (``solver_method`` attr)
+    and τ (``tau`` attr) unless given; pending and failed blocks are NaN. One model at a time.
+
+    Returns
+    -------
+    xarray.DataArray
+        ``floor(model, sample, [shot,] template, order)`` with attrs ``sigma``, ``draws``,
+        ``tau``, ``solver``.
+    """
+    import xarray as xr
+
+    where = "run_floor"
+    for name in ("v", "n_vars"):
+        if name not in ds.variables:
+            fail(where, f"the Dataset has no {name!r}", "Pass a psens run (psens.open_run)")
+    settings = None
+    if solver is None:  # the run's own split, with its settings
+        solver = str(ds.attrs.get("solver_method", "canonical"))
+        settings = _run_settings(ds.attrs, solver)
+    tau = float(ds.attrs.get("tau", 0.1)) if tau is None else tau
+    orders = [orders] if isinstance(orders, str) else list(orders)
+    for o in orders:
+        _order_arg(o)
+    v_da = ds["v"].transpose("model", "sample", ..., "template", "subset")
+    n_vars = np.asarray(ds["n_vars"].values, dtype=int)
+    done = None
+    if "status" in ds.variables:
+        from psens.store import DONE
+
+        done = np.asarray(ds["status"].transpose("model", "sample").values) == DONE
+    out = np.full((*v_da.shape[:-1], len(orders)), np.nan)
+    for m in range(v_da.sizes["model"]):
+        v_m = np.asarray(v_da.isel(model=m).values, dtype=float)
+        for n in np.unique(n_vars):
+            rows = np.flatnonzero(n_vars == n)
+            if done is not None:
+                rows = rows[done[m, rows]]
+            if rows.size == 0:
+                continue
+            games = v_m[rows][..., : 1 << int(n)]
+            for k, o in enumerate(orders):
+                out[m, rows, ..., k] = jitter_floor(
+                    games,
+                    sigma,
+                    draws=draws,
+                    solver=solver,
+                    tau=tau,
+                    order=o,
+                    seed=seed,
+                    settings=settings,
+                )
+    coords = {d: ds[d].values for d in v_da.dims[:-1] if d in ds.coords}
+    coords["order"] = orders
+    return xr.DataArray(
+        out,
+        dims=[*v_da.dims[:-1], "order"],
+        coords=coords,
+        name="floor",
+        attrs={"sigma": sigma, "draws": draws, "tau": tau, "solver": solver},
+    )
+
+
+def floor_test(
+    ips_values,
+    floor_values,
+    *,
+    n_boot: int = 1000,
+    n_perm: int = 2000,
+    ci: float = 0.95,
+    seed: Any = 0,
+):
+    r"""Per model (and order): does template IPS exceed its noise floor?
+
+    ``ips_values`` is per-sample IPS (``psens.ips.sample_ips(ds, orders=...)``: dims
+    ``model, sample, [order]``); ``floor_values`` the floor (:func:`run_floor`), averaged
+    over templates (and shots) to one value per sample. The test is paired over samples:
+    :math:`\Delta_i = \mathrm{IPS}_i - \mathrm{floor}_i`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model [× order]: ``ips``, ``floor``, ``diff`` with ``diff_lo``/``diff_hi``
+        (percentile bootstrap), ``effect_size`` (:math:`d_z`), ``p_value`` (two-sided
+        sign-flip permutation), ``n`` (paired samples), ``exceeds`` (``p < 1 − ci`` and
+        ``diff > 0``).
+    """
+    import pandas as pd
+    import xarray as xr
+
+    from psens.ips.factors.stats import paired_test
+
+    fl = floor_values
+    extra = [d for d in fl.dims if d not in ips_values.dims]
+    fl = fl.mean(extra, skipna=True) if extra else fl
+    a, b = xr.align(ips_values, fl, join="inner")
+    lead = [d for d in a.dims if d != "sample"]
+    a = a.transpose(*lead, "sample")
+    b = b.transpose(*lead, "sample")
+    res = paired_test(a.values, b.values, n_boot=n_boot, n_perm=n_perm, ci=ci, seed=seed)
+    diff = a.values - b.values
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sd = np.nanstd(diff, axis=-1, ddof=1)
+        effect = np.where(sd > 0, np.nanmean(diff, axis=-1) / sd, np.nan)
+    index = pd.MultiIndex.from_product([a[d].values for d in lead], names=lead)
+    frame = pd.DataFrame(
+        {
+            "ips": np.ravel(res["mean_a"]),
+            "floor": np.ravel(res["mean_b"]),
+            "diff": np.ravel(res["diff"]),
+            "diff_lo": np.ravel(res["diff_lo"]),
+            "diff_hi": np.ravel(res["diff_hi"]),
+            "effect_size": np.ravel(effect),
+            "p_value": np.ravel(res["p_value"]),
+            "n": np.ravel(res["n"]),
+        },
+        index=index,
+    ).reset_index()
+    frame["exceeds"] = (frame["p_value"] < 1 - ci) & (frame["diff"] > 0)
+    return frame

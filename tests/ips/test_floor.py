@@ -1,0 +1,63 @@
+"""The noise floor of IPS: two scorings of the same prompt, jitter, and the test against it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from psens.interactions import and_or
+from psens.ips import ips, sample_ips
+from psens.ips.floor import floor_between, floor_test, jitter_floor, run_floor
+from psens.synthetic import synthetic_run
+
+
+def _games(n=5, batch=6, seed=0):
+    return np.random.default_rng(seed).laplace(size=(batch, 2**n))
+
+
+def test_identical_scorings_have_floor_zero():
+    v = _games()
+    np.testing.assert_array_equal(floor_between(v, v), 0.0)
+
+
+def test_floor_is_the_ips_of_the_two_scorings_as_templates():
+    v = _games(seed=1)
+    w = v + 0.05 * np.random.default_rng(2).normal(size=v.shape)
+    both = and_or(np.stack([v, w], axis=-2), "canonical")
+    np.testing.assert_allclose(floor_between(v, w), ips(both.I_and, both.I_or, 0.1))
+    low = ips(both.I_and, both.I_or, 0.1, order="low")
+    np.testing.assert_allclose(floor_between(v, w, order="low"), low, equal_nan=True)
+
+
+def test_jitter_floor_grows_with_the_noise():
+    v = _games(n=5, batch=12, seed=3)
+    floors = [np.nanmean(jitter_floor(v, s, draws=2, seed=0)) for s in (1e-4, 1e-2, 0.3)]
+    assert floors[0] < floors[1] < floors[2]
+    assert floors[0] < 0.05  # tiny noise: nearly the same interactions
+    again = jitter_floor(v, 1e-2, draws=2, seed=0)
+    np.testing.assert_array_equal(again, jitter_floor(v, 1e-2, draws=2, seed=0))  # seeded
+    with pytest.raises(ValueError, match="sigma"):
+        jitter_floor(v, 0.0)
+
+
+def test_run_floor_matches_the_game_path_per_sample():
+    ds = synthetic_run(n_samples=4, n_vars=(3, 4), seed=1)
+    fl = run_floor(ds, 0.05, orders=("all", "low"), solver="canonical", tau=0.1)
+    assert fl.dims == ("model", "sample", "template", "order")
+    m, s = 0, 1
+    n = int(ds["n_vars"].values[s])
+    v = ds["v"].isel(model=m, sample=s).transpose("template", "subset").values[:, : 1 << n]
+    ref = jitter_floor(v, 0.05, solver="canonical", tau=0.1)
+    np.testing.assert_allclose(fl.isel(model=m, sample=s).sel(order="all").values, ref)
+
+
+def test_floor_test_separates_signal_from_noise():
+    ds = synthetic_run(n_samples=12, n_vars=(4,), seed=2)
+    per_sample = sample_ips(ds, 0.1, orders=("all",))
+    low_floor = per_sample.copy(data=np.zeros(per_sample.shape) + 0.01).expand_dims(
+        template=list(ds["template"].values)
+    )
+    table = floor_test(per_sample, low_floor, n_perm=199, n_boot=200)
+    assert table["exceeds"].all() and (table["effect_size"] > 1).all()
+    same = floor_test(per_sample, per_sample.expand_dims(template=["t"]), n_perm=199, n_boot=200)
+    assert (same["diff"] == 0).all() and not same["exceeds"].any()
