@@ -7,6 +7,8 @@ The numerical core (AND-OR interactions, Möbius transforms, the γ split of eq.
   order band, stable/unstable classes, sparsity; :func:`sample_ips` is the one run engine
   (block-wise over a stored run, every τ and order band at once);
 * :mod:`psens.ips.tables` — the tidy tables behind every IPS chart and widget;
+* :mod:`psens.ips.solvers` — how IPS moves with the AND-OR solver (canonical, exact, SGD,
+  random optimal vertices): :func:`solver_sensitivity` and :func:`solver_table`;
 * :mod:`psens.ips.accessor` — ``ds.psens``: words of a subset, template pairs by name, a tidy
   :meth:`~psens.ips.accessor.PsensAccessor.to_frame` (one row per interaction);
 * :mod:`psens.ips.charts` — altair charts of those tables (needs the ``widgets`` extra);
@@ -21,7 +23,7 @@ References
    through the Lens of Interactions." arXiv:2510.20366, 2025.
 """
 
-from psens.ips import accessor, factors, tables
+from psens.ips import accessor, factors, solvers, tables
 from psens.ips.metric import (
     CLASSES,
     ORDER_LEVELS,
@@ -44,6 +46,7 @@ from psens.ips.metric import (
     template_pairs,
     topk_matching_error,
 )
+from psens.ips.solvers import solver_sensitivity, solver_table
 
 __all__ = [
     "CLASSES",
@@ -65,6 +68,9 @@ __all__ = [
     "pair_labels",
     "salient",
     "sample_ips",
+    "solver_sensitivity",
+    "solver_table",
+    "solvers",
     "sparsity_curve",
     "tables",
     "template_pairs",
