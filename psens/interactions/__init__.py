@@ -10,6 +10,7 @@ References
 """
 
 from psens.interactions.and_or import AndOrResult, SolverSettings, and_or, l1_objective
+from psens.interactions.canonical import VertexResult, optimal_vertices, vertex_directions
 from psens.interactions.transforms import (
     inverse_mobius_and,
     inverse_mobius_or,
@@ -23,6 +24,7 @@ from psens.interactions.transforms import (
 __all__ = [
     "AndOrResult",
     "SolverSettings",
+    "VertexResult",
     "and_or",
     "inverse_mobius_and",
     "inverse_mobius_or",
@@ -31,5 +33,7 @@ __all__ = [
     "mobius_and_transpose",
     "mobius_or",
     "mobius_or_transpose",
+    "optimal_vertices",
     "reconstruct",
+    "vertex_directions",
 ]

@@ -78,15 +78,23 @@ References
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from psens._validation import fail
+from psens._validation import check_game, check_in_interval, check_positive_int, fail
 from psens.interactions import _kernels, exact
 from psens.interactions.transforms import mobius_and, mobius_or
 
-__all__ = ["FaceLP", "least_norm_point", "solve_canonical"]
+__all__ = [
+    "FaceLP",
+    "VertexResult",
+    "least_norm_point",
+    "optimal_vertices",
+    "solve_canonical",
+    "vertex_directions",
+]
 
 #: a dual multiplier within this of ±1 counts as at its bound (the optimal face is then the
 #: larger one; values strictly inside pin the interaction to zero)
@@ -340,10 +348,28 @@ def _empty_set_bounds(v_empty: float, inf: float) -> tuple[float, float]:
     return 0.0, 0.0
 
 
-def _gamma_only(
-    v: np.ndarray, lv: np.ndarray, n: int, d: np.ndarray
-) -> tuple[np.ndarray, float, dict[str, float]]:
-    """One game (scaled): the least-norm optimal gamma, the LP optimum and Wolfe's info."""
+@dataclass
+class _OptimalFace:
+    """The optimal face of one (scaled) game, ready to be loaded into its :class:`FaceLP`.
+
+    ``vertex`` is the LP's own optimal point (where Wolfe's algorithm starts) and ``optimum``
+    the LP optimum :math:`z^*`; :meth:`start` resets the face LP to this game (fresh state).
+    """
+
+    lp: FaceLP
+    v: np.ndarray
+    lv: np.ndarray
+    bounds: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    basis: tuple[list, list] | None
+    vertex: np.ndarray
+    optimum: float
+
+    def start(self) -> None:
+        self.lp.start(self.v, self.lv, self.bounds, self.basis)
+
+
+def _gamma_face(v: np.ndarray, lv: np.ndarray, n: int, d: np.ndarray) -> _OptimalFace:
+    """One game (scaled), gamma only: its optimal face from one optimal dual solution."""
     lp = exact._dual_lp(n, tight=True)
     lp.reset()
     a, obj, y, zy = lp.solve_full(d)
@@ -360,11 +386,20 @@ def _gamma_only(
     col_lo, col_hi = np.concatenate([[e_lo], a_lo]), np.concatenate([[e_hi], a_hi])
     row_lo, row_hi = np.concatenate([[e_lo], o_lo]), np.concatenate([[e_hi], o_hi])
     basis = _face_basis(face, v0, lp.basis(), col_lo, row_lo)
-    face.start(v, lv, (col_lo, col_hi, row_lo, row_hi), basis)
     a_full = np.concatenate([[0.5 * v0], a])
     vertex = _zeta(a_full, n) - 0.5 * v  # the LP's own optimal vertex
-    gamma, info = least_norm_point(face.argmin, vertex)
-    return gamma, -obj + abs(v0), info
+    bounds = (col_lo, col_hi, row_lo, row_hi)
+    return _OptimalFace(face, v, lv, bounds, basis, vertex, -obj + abs(v0))
+
+
+def _gamma_only(
+    v: np.ndarray, lv: np.ndarray, n: int, d: np.ndarray
+) -> tuple[np.ndarray, float, dict[str, float]]:
+    """One game (scaled): the least-norm optimal gamma, the LP optimum and Wolfe's info."""
+    face = _gamma_face(v, lv, n, d)
+    face.start()
+    gamma, info = least_norm_point(face.lp.argmin, face.vertex)
+    return gamma, face.optimum, info
 
 
 def _face_basis(
@@ -397,10 +432,10 @@ def _face_basis(
     return statuses(col_basic, col_lo), statuses(row_basic, row_lo)
 
 
-def _with_noise(
+def _noise_face(
     v: np.ndarray, lv: np.ndarray, rhs: np.ndarray, n: int, qbound: float
-) -> tuple[np.ndarray, np.ndarray, float, dict[str, float]]:
-    """One game (scaled), noise term on: least-norm optimal (gamma, q), LP optimum, info."""
+) -> _OptimalFace:
+    """One game (scaled), noise term on: the optimal face of the joint LP in (gamma, q)."""
     size = 1 << n
     x, rc, obj = exact.joint_lp(n).solve(rhs, qbound, "canonical")
     face = _face_lp(n, True)
@@ -412,9 +447,19 @@ def _with_noise(
     rq = rc[size : 2 * size]
     q_lo = np.where(rq < -BOUND_TOL, qbound, -qbound)  # negative reduced cost: q at its upper
     q_hi = np.where(rq > BOUND_TOL, -qbound, qbound)  # positive: q at its lower bound
-    face.start(v, lv, (np.concatenate([a_lo, q_lo]), np.concatenate([a_hi, q_hi]), o_lo, o_hi))
-    point, info = least_norm_point(face.argmin, x[: 2 * size])
-    return point[:size], np.clip(point[size:], -qbound, qbound), obj, info
+    bounds = (np.concatenate([a_lo, q_lo]), np.concatenate([a_hi, q_hi]), o_lo, o_hi)
+    return _OptimalFace(face, v, lv, bounds, None, x[: 2 * size], obj)
+
+
+def _with_noise(
+    v: np.ndarray, lv: np.ndarray, rhs: np.ndarray, n: int, qbound: float
+) -> tuple[np.ndarray, np.ndarray, float, dict[str, float]]:
+    """One game (scaled), noise term on: least-norm optimal (gamma, q), LP optimum, info."""
+    size = 1 << n
+    face = _noise_face(v, lv, rhs, n, qbound)
+    face.start()
+    point, info = least_norm_point(face.lp.argmin, face.vertex)
+    return point[:size], np.clip(point[size:], -qbound, qbound), face.optimum, info
 
 
 def solve_canonical(
@@ -497,3 +542,183 @@ def solve_canonical(
         "max_norm_gap": float(stats[:, 2].max()) if len(stats) else 0.0,
     }
     return gamma.astype(flat.dtype), None if q is None else q.astype(flat.dtype), info
+
+
+@dataclass
+class VertexResult:
+    """Result of :func:`optimal_vertices`: :class:`~psens.interactions.AndOrResult`'s arrays
+    with a vertex axis ``k`` before the subset axis (``loss`` ends with it).
+
+    ``I_and + I_or`` reconstruct ``v + q`` on every subset, for every vertex.
+    """
+
+    I_and: np.ndarray
+    I_or: np.ndarray
+    gamma: np.ndarray
+    q: np.ndarray | None
+    loss: np.ndarray
+    qthres: float
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def vertex_directions(n: int, k: int, seed: int = 0) -> np.ndarray:
+    r"""The random linear functions of :func:`optimal_vertices`: ``(k, 2 * 2**n)`` Gaussians.
+
+    Drawn from ``numpy.random.default_rng((seed, n))``, so vertex ``j`` of every game with
+    ``n`` players minimises the same function :math:`c_j` (a fixed random tie-break rule,
+    like a solver with its own pivoting), whatever the batch. The first :math:`2^n` entries
+    weigh :math:`\gamma`, the rest :math:`q` (used with the noise term only).
+    """
+    return np.random.default_rng((seed, n)).standard_normal((k, 2 << n))
+
+
+def optimal_vertices(
+    v,
+    k: int,
+    *,
+    seed: int = 0,
+    qthres: float = 0.0,
+    tol: float = 1e-9,
+    progress: bool = False,
+) -> VertexResult:
+    r"""``k`` optimal AND-OR splits per game: vertices of the optimal face of eq. 12.
+
+    The L1 problem of eq. 12 is a degenerate LP: its optimal set
+    :math:`\Gamma^* = \{\gamma : f(\gamma) = z^*\}` is a polytope, every point of which is an
+    equally valid split. Vertex ``j`` of a game is
+
+    .. math::
+        \gamma^{(j)} = \operatorname*{arg\,min}_{\gamma \in \Gamma^*} \langle c_j, \gamma
+        \rangle, \qquad c_j \sim \mathcal N(0, I) \;(\text{:func:`vertex_directions`}),
+
+    unique with probability one, so ``k`` directions sample ``k`` (not necessarily
+    distinct) vertices of :math:`\Gamma^*` with random tie-breaks — what a simplex solver
+    with another pivoting rule, player order or history could have returned as the
+    ``"exact"`` split. With the noise term (``qthres > 0``) :math:`\Gamma^*` is the optimal
+    set of the joint LP in :math:`(\gamma, q)` and :math:`c_j` weighs both.
+
+    :math:`\Gamma^*` is the polytope of the canonical solver (see the module docstring): one
+    optimal dual solution gives the sign bounds of every interaction, and :class:`FaceLP`
+    minimises each :math:`c_j` over it from a fresh solver state (so vertex ``j`` depends on
+    the game, ``seed`` and ``j`` alone, never on the batch or the thread). The canonical
+    split :math:`\gamma^\dagger` is the least-norm point of the same set, so
+    :math:`\|\gamma^\dagger\|_2 \le \|\gamma^{(j)}\|_2` for every ``j``.
+
+    Parameters
+    ----------
+    v : array_like, shape (..., 2**n)
+        Games, finite.
+    k : int
+        Vertices per game (>= 1).
+    seed : int
+        Seed of the directions :math:`c_j`; the result is a function of ``(v, k, seed)``.
+    qthres : float
+        Noise bound :math:`|q_T| \le` ``qthres`` :math:`\cdot |v(N) - v(\emptyset)|`, as in
+        :func:`psens.interactions.and_or`; 0 (the IPS paper) solves for :math:`\gamma` only.
+    tol : float
+        Largest relative gap allowed between each vertex's objective (recomputed with the
+        fast transforms) and the LP optimum.
+    progress : bool
+        Show a tqdm bar over games.
+
+    Returns
+    -------
+    VertexResult
+        Like :class:`psens.interactions.AndOrResult`: ``I_and``, ``I_or``, ``gamma`` (and
+        ``q``) shaped ``(..., k, 2**n)``, ``loss`` shaped ``(..., k)``; vertex ``j`` of game
+        ``v[i]`` is ``[i, j]``. ``info`` holds ``directions`` (the :math:`c_j`), ``seed``,
+        ``k`` and ``max_rel_check``.
+
+    References
+    ----------
+    .. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining
+       Prompt Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International
+       Conference on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+
+    Examples
+    --------
+    >>> v = np.array([0.0, 1.0, 1.0, 2.0])  # additive: v(T) = |T|
+    >>> res = optimal_vertices(v, 3, seed=1)
+    >>> res.loss.round(12).tolist()  # every vertex is optimal
+    [2.0, 2.0, 2.0]
+    >>> (res.I_and[:, 1:].round(12) + 0.0).tolist()  # AND of {0}, {1}, {0, 1}
+    [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0]]
+    >>> (res.I_or[:, 1:].round(12) + 0.0).tolist()  # OR: v(T) = I_and + I_or on every T
+    [[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [0.0, 1.0, 0.0]]
+    """
+    where = "optimal_vertices"
+    k = check_positive_int(k, where, "k")
+    seed = check_positive_int(seed, where, "seed", minimum=0)
+    qthres = check_in_interval(qthres, where, "qthres", 0.0, 1.0, closed="left")
+    tol = check_in_interval(tol, where, "tol", 0.0, 1.0)
+    a = np.asarray(v)
+    n = check_game(a, where)
+    exact.check_too_large(n, "canonical")
+    dtype = np.float32 if a.dtype == np.float32 else np.float64
+    v64 = a.reshape(-1, a.shape[-1]).astype(np.float64)
+    size, count = 1 << n, len(v64)
+    with_q = qthres > 0
+    qbound = qthres * np.abs(v64[:, -1] - v64[:, 0])
+    directions = vertex_directions(n, k, seed)
+    gamma = np.zeros((count, k, size))
+    q = np.zeros((count, k, size)) if with_q else None
+    want = np.zeros(count)
+    if n == 0:  # f(g) = |v/2 + g| + |v/2 - g|: optimal on |g| <= |v|/2, vertices at both ends
+        gamma[:, :, 0] = -np.sign(directions[None, :, 0]) * 0.5 * np.abs(v64)
+        want = np.abs(v64[:, 0])
+    else:
+        scale = exact.power_of_two_scale(v64)
+        scaled = v64 / scale[:, None]
+        lv = mobius_or(scaled)  # batched here: the solver threads only call serial kernels
+        if with_q:
+            rhs = exact.joint_rhs(scaled)
+        else:
+            d = exact.reduced_cost(scaled, n)
+        dim = 2 * size if with_q else size
+
+        def work(i: int) -> None:
+            s = scale[i]
+            if with_q:
+                face = _noise_face(scaled[i], lv[i], rhs[i], n, float(qbound[i]) / s)
+            else:
+                face = _gamma_face(scaled[i], lv[i], n, d[i])
+            for j in range(k):
+                face.start()  # each vertex from the same fresh state: independent of j's order
+                x = face.lp.argmin(directions[j, :dim])
+                gamma[i, j] = x[:size] * s
+                if q is not None:
+                    qb = float(qbound[i]) / s
+                    q[i, j] = np.clip(x[size:], -qb, qb) * s
+            want[i] = face.optimum * s
+
+        exact.map_games(count, work, progress=progress, desc=f"AND-OR optimal vertices (n={n})")
+    base = 0.5 * v64[:, None, :] if q is None else 0.5 * (v64[:, None, :] + q)
+    I_and, I_or = mobius_and(base + gamma), mobius_or(base - gamma)
+    got = np.abs(I_and).sum(-1) + np.abs(I_or).sum(-1)  # eq. 12's objective per vertex
+    worst = exact.relative_gap(got.reshape(-1), np.repeat(want, k), np.repeat(v64, k, axis=0))
+    if worst > tol:
+        fail(
+            where,
+            f"an optimal vertex misses the LP optimum by {worst:.2e} (relative, tol={tol:g})",
+            "Report this game (v) to the psens developers, or pass a larger tol",
+        )
+    shape = (*a.shape[:-1], k, size)
+
+    def out(x: np.ndarray) -> np.ndarray:
+        return x.astype(dtype).reshape(shape)
+
+    return VertexResult(
+        I_and=out(I_and),
+        I_or=out(I_or),
+        gamma=out(gamma),
+        q=None if q is None else out(q),
+        loss=got.astype(dtype).reshape(shape[:-1]),
+        qthres=qthres,
+        info={
+            "backend": "highs-lp+face-vertex",
+            "k": k,
+            "seed": seed,
+            "directions": directions[:, : 2 * size if with_q else size],
+            "max_rel_check": worst,
+        },
+    )

@@ -9,6 +9,8 @@ The numerical core (AND-OR interactions, Möbius transforms, the γ split of eq.
 * :mod:`psens.ips.tables` — the tidy tables behind every IPS chart and widget;
 * :mod:`psens.ips.floor` — the noise floor: IPS between two scorings of the same prompt
   (precision, jitter) and a per-model test of template IPS against it;
+* :mod:`psens.ips.solvers` — how IPS moves with the AND-OR solver (canonical, exact, SGD,
+  random optimal vertices): :func:`solver_sensitivity` and :func:`solver_table`;
 * :mod:`psens.ips.accessor` — ``ds.psens``: words of a subset, template pairs by name, a tidy
   :meth:`~psens.ips.accessor.PsensAccessor.to_frame` (one row per interaction);
 * :mod:`psens.ips.charts` — altair charts of those tables (needs the ``widgets`` extra);
@@ -18,12 +20,12 @@ The numerical core (AND-OR interactions, Möbius transforms, the γ split of eq.
 
 References
 ----------
-.. [1] Zhang, Q., Chen, L., Lou, W., Wang, Z., Zhou, J., Wang, X., Ren, J., Zhou, B.,
-   Zhang, L., and Zhang, Q. "Understanding Prompt Sensitivity of Large Language Models
-   through the Lens of Interactions." arXiv:2510.20366, 2025.
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
 """
 
-from psens.ips import accessor, factors, floor, tables
+from psens.ips import accessor, factors, floor, solvers, tables
 from psens.ips.metric import (
     CLASSES,
     ORDER_LEVELS,
@@ -46,6 +48,7 @@ from psens.ips.metric import (
     template_pairs,
     topk_matching_error,
 )
+from psens.ips.solvers import solver_sensitivity, solver_table
 
 __all__ = [
     "CLASSES",
@@ -68,6 +71,9 @@ __all__ = [
     "pair_labels",
     "salient",
     "sample_ips",
+    "solver_sensitivity",
+    "solver_table",
+    "solvers",
     "sparsity_curve",
     "tables",
     "template_pairs",
