@@ -223,3 +223,29 @@ def test_orders_notebook_runs_and_reacts(lab, browser):
         page.screenshot(path=str(SHOTS / "04_orders_final.png"))
         page.close()
     assert not problems, "\n".join(problems)
+
+
+def test_report_with_hostile_ids_runs_no_script(browser, tmp_path):
+    """A report built from ids and model names that try to close the chart's <script> tag:
+    in a real browser no injected script runs and the chart still renders."""
+    from psens.report import write_report
+    from psens.synthetic import synthetic_run
+
+    hostile = "</script><script>window.__pwned = 1; alert(1)</script>"
+    models = {hostile: ("toy", "toy", "instruct", "dense", 7.0, 7.0, 0.5)}
+    ds = synthetic_run(models, n_samples=3, n_vars=(3,))
+    ds = ds.assign_coords(sample=[f"{hostile}{k}" for k in range(ds.sizes["sample"])])
+    report = write_report(ds, tmp_path / "hostile.html")
+    context = browser.contexts[0] if browser.contexts else browser.new_context()
+    page = context.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    try:
+        page.goto(report.resolve().as_uri(), wait_until="load")
+        page.wait_for_selector(".vega-embed svg", timeout=30_000)
+        assert page.evaluate("() => window.__pwned === undefined")
+        assert dialogs == []
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "hostile_report.png"))
+    finally:
+        page.close()
