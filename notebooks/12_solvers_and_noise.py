@@ -1,0 +1,121 @@
+# %% [markdown]
+# # 12 · How much of IPS is the model? Solvers and numerical noise
+#
+# IPS is computed from the AND-OR split of eq. 12 of the IPS paper (Qin et al., ICML 2026). That split is an L1 problem with **many optimal solutions**, and IPS depends on which one a solver returns; it also moves with rounding noise in the scored log-odds $v$. Before reading a model's IPS, this notebook measures both on one run:
+#
+# 1. IPS under several solvers — `canonical` (the least-norm optimum, psens's default), `exact` (an optimal vertex), `sgd` and the paper's own procedure (`sgd`, `preset="paper"`) — and under random optimal vertices (equally optimal splits);
+# 2. the **noise floor**: the IPS between $v$ and $v$ plus noise of the size half-precision scoring causes, and whether template IPS exceeds it;
+# 3. whether two claims of the paper hold on this run under each solver.
+#
+# **The paper reports** that low-order interactions are the least sensitive and high-order ones the most (fig. 9), and that few-shot prompting lowers IPS (fig. 8). The cells below compute what **this run** shows; with the default tiny setting the run is **synthetic** (no model is called), so its numbers illustrate the method only.
+#
+# **How to run.** `PSENS_RUN=path/to/run.zarr` analyses a stored run (e.g. `runs/demo.zarr` after `make demo`); otherwise a small synthetic run is built in seconds.
+
+# %% tags=["parameters"]
+import os
+
+# A stored run (a .zarr folder written by psens.run). Empty: a synthetic run.
+PSENS_RUN = os.environ.get("PSENS_RUN", "")
+# "tiny": a small synthetic run (CI, first look); "full": more random vertices and draws.
+PSENS_SIZE = os.environ.get("PSENS_SIZE", "tiny")
+
+# %%
+import altair as alt
+import pandas as pd
+
+import psens
+from psens.ips import sample_ips, solver_sensitivity, solver_table
+from psens.ips.floor import PRECISION_SIGMA, floor_test, run_floor
+from psens.synthetic import synthetic_run
+
+TINY = PSENS_SIZE != "full"
+if PSENS_RUN:
+    ds = psens.open_run(PSENS_RUN)
+    SOURCE = f"run {PSENS_RUN}"
+else:
+    ds = synthetic_run(n_samples=6, n_vars=(4, 5), shots=[0, 1], seed=0).isel(model=[0, 3])
+    SOURCE = "synthetic run (illustration only)"
+N_VERTICES, DRAWS = (2, 2) if TINY else (4, 8)
+print(SOURCE, dict(ds.sizes))
+
+# %% [markdown]
+# ## 1 · IPS under each solver
+#
+# `solver_sensitivity` decomposes every sample's games again with each solver (and `N_VERTICES` random optimal vertices: the optimal point minimising a random linear function), then computes IPS per sample for all orders and the bands of §4.3. `max_excess` is how far a solver's objective lies above the LP optimum (0 for the optimal ones); the `spread` rows are the per-sample max − min over solvers.
+
+# %%
+sens = solver_sensitivity(ds, n_vertices=N_VERTICES, tau=float(ds.attrs.get("tau", 0.1)))
+table = solver_table(sens)
+table.round(3)
+
+# %%
+long = (
+    sens["ips"]
+    .mean([d for d in sens["ips"].dims if d not in ("solver", "order")], skipna=True)
+    .to_dataframe()
+    .reset_index()
+)
+title = f"IPS by solver and order — {SOURCE}"
+alt.Chart(long, title=title).mark_bar().encode(
+    x=alt.X("solver:N", sort=list(sens["solver"].values)),
+    y=alt.Y("ips:Q", title="mean IPS"),
+    color="solver:N",
+    column=alt.Column("order:N", sort=["all", "low", "mid", "high"]),
+    tooltip=["solver", "order", alt.Tooltip("ips:Q", format=".3f")],
+).properties(width=150, height=220)
+
+# %% [markdown]
+# ## 2 · The noise floor
+#
+# `run_floor` decomposes each game and the same game plus Gaussian noise of σ (the measured mean change of $v$ when scoring in float16 or bfloat16, `PRECISION_SIGMA`), and computes IPS between the two as if they were two templates. `floor_test` then asks, per model and order band, whether template IPS exceeds that floor (paired sign-flip permutation test over samples, bootstrap CI of the difference, effect size $d_z$).
+
+# %%
+per_sample = sample_ips(ds, float(ds.attrs.get("tau", 0.1)), orders=("all", "low", "mid", "high"))
+if "shot" in per_sample.dims:
+    per_sample = per_sample.isel(shot=0)
+rows = []
+for name, sigma in PRECISION_SIGMA.items():
+    floor = run_floor(ds, sigma, draws=DRAWS)
+    if "shot" in floor.dims:
+        floor = floor.isel(shot=0)
+    rows.append(floor_test(per_sample, floor, n_perm=999, n_boot=500).assign(noise=name))
+floors = pd.concat(rows, ignore_index=True)
+floors.round(3)
+
+# %% [markdown]
+# ## 3 · Do the paper's claims hold on this run, under each solver?
+#
+# Computed below, whichever way it comes out: "low-order interactions are the least sensitive" holds for a solver when its mean low-order IPS is below both the mid- and the high-order IPS; "few-shot lowers IPS" (only for runs with a `shot` dim) when the mean IPS at the largest shot count is below the 0-shot IPS.
+
+# %%
+means = sens["ips"].mean([d for d in sens["ips"].dims if d not in ("solver", "order", "shot")])
+lines = []
+for solver in means["solver"].values:
+    m = means.sel(solver=solver)
+    at0 = m.isel(shot=0) if "shot" in m.dims else m
+    low, mid, high = (float(at0.sel(order=o)) for o in ("low", "mid", "high"))
+    holds = low < mid and low < high
+    lines.append(
+        f"{solver}: low {low:.3f}, mid {mid:.3f}, high {high:.3f} → low-order least sensitive: "
+        f"{'holds' if holds else 'does not hold'}"
+    )
+    if "shot" in m.dims and m.sizes["shot"] > 1:
+        first, last = (
+            float(m.sel(order="all").isel(shot=0)),
+            float(m.sel(order="all").isel(shot=-1)),
+        )
+        shots = m["shot"].values
+        verdict = "lower" if last < first else "not lower"
+        lines.append(
+            f"    {shots[-1]}-shot IPS {last:.3f} vs 0-shot {first:.3f} ({verdict}; "
+            f"{(last - first) / first:+.1%})"
+        )
+print(f"{SOURCE}:\n" + "\n".join(lines))
+verdicts = {ln.split(":")[0]: ln.endswith("holds") for ln in lines if "least sensitive" in ln}
+agree = len(set(verdicts.values())) == 1
+print(
+    "The solvers agree on the order claim."
+    if agree
+    else "The verdict on the order claim depends on the solver: "
+    + ", ".join(f"{k} {'holds' if v else 'fails'}" for k, v in verdicts.items())
+)
