@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install demo test test-slow test-integration test-browser bench lint format notebooks clean
+.PHONY: install demo lab test test-slow test-integration test-browser bench lint format notebooks clean
 
 install: $(STAMP)
 
@@ -27,6 +27,11 @@ $(STAMP): pyproject.toml Makefile
 
 demo: $(STAMP)
 	$(PY) -m psens.demo
+
+# JupyterLab from the venv, on loopback only, opened on the start notebook.
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root) \
+		--ServerApp.root_dir=$(CURDIR)/notebooks 00_start_here.ipynb
 
 LINTED := psens widgets tests scripts notebooks
 
