@@ -499,3 +499,11 @@ def test_config_syntax_errors_name_file_and_line(tmp_path, capsys, name, text, m
     err = capsys.readouterr().err
     assert re.search(match, err), err
     assert "Traceback" not in err
+
+
+def test_malformed_dataset_file_is_named_before_the_store(assets, tmp_path, monkeypatch, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(Path(assets["data"]).read_text() + "{not json\n")
+    _refused(
+        assets, tmp_path, monkeypatch, capsys, {"dataset_path": str(bad)}, r"bad\.jsonl, line 7"
+    )
