@@ -507,3 +507,43 @@ def test_malformed_dataset_file_is_named_before_the_store(assets, tmp_path, monk
     _refused(
         assets, tmp_path, monkeypatch, capsys, {"dataset_path": str(bad)}, r"bad\.jsonl, line 7"
     )
+
+
+def test_ctrl_c_ends_with_one_line_on_how_to_resume(assets, tmp_path, monkeypatch, capsys):
+    import psens.runner
+
+    real, calls = psens.runner._run_block, {"n": 0}
+
+    def interrupted(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(psens.runner, "_run_block", interrupted)
+    cfg = _toml(_config(assets, tmp_path / "r.zarr"), tmp_path / "c.toml")
+    assert main(["run", str(cfg), "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted: 1 of 3 blocks done; run the same command again to resume" in err
+    assert "Traceback" not in err
+
+
+def test_export_of_an_unfinished_run_warns(assets, tmp_path, monkeypatch, capsys):
+    import psens.runner
+    from psens.runner import run
+
+    real = psens.runner.compute_block
+
+    def flaky(scorer, plan, sample):
+        if sample == 1:
+            raise RuntimeError("model server went away")
+        return real(scorer, plan, sample)
+
+    monkeypatch.setattr(psens.runner, "compute_block", flaky)
+    out = tmp_path / "r.zarr"
+    run(_config(assets, out), progress=False, quiet=True)
+    assert main(["summary", str(out)]) == 0
+    assert "1 block failed" in capsys.readouterr().out
+    assert main(["export", str(out), str(tmp_path / "r.nc")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 1 of 3 blocks are not done (0 pending, 1 failed)" in err
