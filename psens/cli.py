@@ -2,7 +2,9 @@
 ``psens verify STORE``.
 
 Exit codes: 0 success; 1 ``psens verify`` found damage; 2 a refused input (the message says
-what is wrong and how to fix it).
+what is wrong and how to fix it); 130 ``psens run`` interrupted (Ctrl-C): one line says how
+many blocks are done; running the same command again resumes. ``psens export`` of an
+unfinished run warns how many blocks are pending or failed.
 """
 
 from __future__ import annotations
@@ -50,7 +52,11 @@ def _dispatch(args) -> int:
         if args.scheduler:
             cfg.scheduler = args.scheduler
             cfg.check()
-        ds = run(cfg, overwrite=args.overwrite, progress=not args.no_progress)
+        try:
+            ds = run(cfg, overwrite=args.overwrite, progress=not args.no_progress)
+        except KeyboardInterrupt:
+            print(f"interrupted: {_progress(cfg.store)}", file=sys.stderr)
+            return 130
         if args.report:
             from psens.report import write_report
 
@@ -60,13 +66,36 @@ def _dispatch(args) -> int:
         print(summarize(store.open_run(args.store, verify=True)))
         return 0
     if args.command == "export":
-        print(store.to_netcdf(store.open_run(args.store, verify=True), args.out))
+        ds = store.open_run(args.store, verify=True)
+        status = ds["status"].values
+        if (status != store.DONE).any():
+            print(
+                f"warning: {int((status != store.DONE).sum())} of {status.size} blocks are not "
+                f"done ({int((status == store.PENDING).sum())} pending, "
+                f"{int((status == store.FAILED).sum())} failed); the export holds NaN for them. "
+                "Run the same config again to finish them",
+                file=sys.stderr,
+            )
+        print(store.to_netcdf(ds, args.out))
         return 0
     if args.command == "verify":
         found = store.verify(args.store)
         print(found.report())
         return 0 if found.ok else 1
     raise AssertionError(args.command)
+
+
+def _progress(path: str) -> str:
+    """``"12 of 40 blocks done; run the same command again to resume"`` for an interrupted
+    run (without counts when the store was not created yet)."""
+    from psens import store
+
+    again = "run the same command again to resume"
+    try:
+        status = store.open_run(path)["status"].values
+    except Exception:  # the store does not exist yet, or is being created
+        return f"no block done yet; {again}"
+    return f"{int((status == store.DONE).sum())} of {status.size} blocks done; {again}"
 
 
 if __name__ == "__main__":

@@ -130,11 +130,15 @@ class RunConfig:
         from psens import prompts
         from psens.interactions import SolverSettings
 
-        if not isinstance(self.models, list | tuple) or not self.models:
-            fail(WHERE, "'models' must be a non-empty list", 'Write models = ["name", ...]')
+        self._check_types()
         if len(set(self.models)) != len(self.models):
             fail(WHERE, "'models' lists a model twice", "Remove the duplicate")
         names = self.template_names
+        _check_unique(names, "templates")
+        if isinstance(self.samples, list | tuple):
+            _check_unique(self.samples, "samples")
+        if self.shots is not None:
+            _check_unique(self.shots, "shots")
         for t in names:
             if t not in prompts.TEMPLATES:
                 fail(
@@ -182,12 +186,18 @@ class RunConfig:
         if self.threads is not None:
             check_positive_int(self.threads, WHERE, "threads")
         if self.scheduler is not None:
-            s = str(self.scheduler)
-            ok = s.startswith("tcp://") or (
-                s.startswith("local:") and s[6:].isdigit() and int(s[6:]) > 0
-            )
-            if not ok:
-                fail(WHERE, f"scheduler = {s!r}", "Use 'local:N' or 'tcp://host:port'")
+            _check_scheduler(self.scheduler)
+        _check_device(self.device)
+        if self.dtype is not None and self.dtype not in DTYPES:
+            fail(WHERE, f"dtype = {self.dtype!r} is not known", f"Use one of {list(DTYPES)}")
+        if self.cache_dir is not None:
+            folder = Path(self.cache_dir).expanduser()
+            if folder.exists() and not folder.is_dir():
+                fail(
+                    WHERE,
+                    f"cache_dir = {self.cache_dir!r} is a file, not a folder",
+                    "Point cache_dir at a folder (it is created if missing)",
+                )
         unknown_overrides = set(self.mask_tokens) - set(self.models)
         if unknown_overrides:
             fail(
@@ -197,6 +207,67 @@ class RunConfig:
             )
         for m in self.models:
             _check_model(m)
+
+    def _check_types(self) -> None:
+        """Refuse a value of the wrong type, naming its key (``dataset = 7``, ``seed = "abc"``,
+        ``samples = []``, ``templates = 5``, ``generate = "no"``)."""
+        for key in ("store", "dataset"):
+            value = getattr(self, key)
+            if not isinstance(value, str | os.PathLike) or not str(value).strip():
+                _wrong_type(key, value, "a non-empty string")
+        for key in ("split", "dataset_path", "dtype", "scheduler", "cache_dir"):
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, str | os.PathLike):
+                _wrong_type(key, value, "a string")
+        for key in ("solver", "device"):
+            if not isinstance(getattr(self, key), str):
+                _wrong_type(key, getattr(self, key), "a string")
+        if (
+            not isinstance(self.models, list | tuple)
+            or not self.models
+            or not all(isinstance(m, str) and m.strip() for m in self.models)
+        ):
+            fail(
+                WHERE,
+                f"'models' must be a non-empty list of names, got {self.models!r}",
+                'Write models = ["name", ...]',
+            )
+        if isinstance(self.samples, list | tuple):
+            if not self.samples:
+                fail(WHERE, "'samples' is an empty list", "Give a count or a list of item ids")
+            if not all(isinstance(x, str) for x in self.samples):
+                fail(
+                    WHERE,
+                    f"'samples' lists {self.samples!r}; item ids are strings",
+                    'Quote the ids (samples = ["id1", "id2"]) or give a count (samples = 20)',
+                )
+        if not isinstance(self.templates, str | list | tuple) or (
+            not isinstance(self.templates, str)
+            and not all(isinstance(t, str) for t in self.templates)
+        ):
+            _wrong_type(
+                "templates", self.templates, 'a set name ("ips5") or a list of template names'
+            )
+        if self.shots is not None and not isinstance(self.shots, list | tuple):
+            _wrong_type("shots", self.shots, "a list of shot counts like [0, 1, 3]")
+        if isinstance(self.tau, bool) or not isinstance(self.tau, int | float):
+            _wrong_type("tau", self.tau, "a number")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            _wrong_type("seed", self.seed, "an integer")
+        if self.seed < 0:
+            fail(WHERE, f"seed = {self.seed} is negative", "Use a seed >= 0")
+        if not isinstance(self.generate, bool):
+            fail(
+                WHERE,
+                f"'generate' must be true or false, got {self.generate!r}",
+                "Write generate = true or generate = false (without quotes)",
+                TypeError,
+            )
+        for key in ("solver_settings", "mask_tokens"):
+            if not isinstance(getattr(self, key), dict):
+                _wrong_type(key, getattr(self, key), "a table (a mapping)")
+        if not all(isinstance(v, str) for v in self.mask_tokens.values()):
+            _wrong_type("mask_tokens", self.mask_tokens, "a table of model = token strings")
 
     # ----------------------------------------------------------------- identity
 
@@ -210,6 +281,60 @@ class RunConfig:
             d.pop(k)
         text = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+#: ``dtype`` values a run accepts (besides None: float32 on CPU)
+DTYPES = ("float32", "fp32", "float16", "fp16", "half", "bfloat16", "bf16")
+#: ``device`` kinds a run accepts (optionally with an index, ``cuda:1``)
+DEVICES = ("cpu", "cuda", "mps")
+
+
+def _wrong_type(key: str, value: Any, expected: str) -> None:
+    fail(
+        WHERE,
+        f"'{key}' must be {expected}, got {value!r} ({type(value).__name__})",
+        f"Fix the value of {key}",
+        TypeError,
+    )
+
+
+def _check_unique(values: Any, key: str) -> None:
+    """Refuse a list that repeats an entry (a repeated template, sample or shot count)."""
+    seen: set = set()
+    for x in values:
+        try:
+            repeated = x in seen
+            seen.add(x)
+        except TypeError:  # unhashable: the type checks report it
+            return
+        if repeated:
+            fail(WHERE, f"'{key}' lists {x!r} twice", f"Remove the duplicate from {key}")
+
+
+def _check_device(device: str) -> None:
+    """``cpu``, ``mps``, ``cuda`` or ``cuda:N`` (availability is checked when loading)."""
+    kind, _, index = device.partition(":")
+    ok = kind in DEVICES and (not index or (kind == "cuda" and index.isdigit()))
+    if not ok:
+        fail(WHERE, f"device = {device!r} is not known", "Use 'cpu', 'cuda', 'cuda:N' or 'mps'")
+
+
+def _check_scheduler(scheduler: str) -> None:
+    """``local:N`` (N >= 1) or ``tcp://host:port``."""
+    s = str(scheduler)
+    if s.startswith("local:"):
+        ok = s[6:].isdigit() and int(s[6:]) > 0
+    elif s.startswith("tcp://"):
+        host, _, port = s[6:].rpartition(":")
+        ok = bool(host) and port.isdigit() and 0 < int(port) < 65536
+    else:
+        ok = False
+    if not ok:
+        fail(
+            WHERE,
+            f"scheduler = {s!r} is not a scheduler address",
+            "Use 'local:N' (N worker processes) or 'tcp://host:port'",
+        )
 
 
 def _check_model(name: str) -> None:
@@ -240,11 +365,38 @@ def load_config(path: str | os.PathLike) -> RunConfig:
         try:
             raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            fail(WHERE, f"{p} is not valid TOML ({exc})", "Fix the syntax")
+            fail(WHERE, f"{p}, {_toml_position(exc)}not valid TOML ({exc})", "Fix the syntax")
     elif p.suffix in (".yaml", ".yml"):
         import yaml
 
-        raw = yaml.safe_load(text)
+        try:
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            fail(WHERE, f"{p}, {line}not valid YAML ({problem})", "Fix the syntax")
     else:
         fail(WHERE, f"{p} has suffix {p.suffix!r}", "Use a .toml, .yaml or .yml file")
+    if not isinstance(raw, dict):
+        fail(
+            WHERE,
+            f"{p} holds a {type(raw).__name__}, not a table of keys",
+            "Write one key per line (store = ..., models = [...], dataset = ...)",
+        )
     return RunConfig.from_dict(raw)
+
+
+def _toml_position(exc: Exception) -> str:
+    """``"line L, column C: "`` of a TOML error (``lineno`` on Python >= 3.14, else parsed
+    from the message ``"... (at line L, column C)"``)."""
+    import re
+
+    line = getattr(exc, "lineno", None)
+    col = getattr(exc, "colno", None)
+    if line is None:
+        m = re.search(r"at line (\d+), column (\d+)", str(exc))
+        if not m:
+            return ""
+        line, col = int(m.group(1)), int(m.group(2))
+    return f"line {line}, column {col}: "

@@ -357,14 +357,52 @@ _ALIASES = {
 # ----------------------------------------------------------------------------- readers
 
 
-def _read_jsonl(path: Path) -> list[dict]:
+class _Rows(list):
+    """Rows read from one file, knowing where each came from (for error messages)."""
+
+    def __init__(self, rows: Iterable, source: Path, lines: list[int] | None = None):
+        super().__init__(rows)
+        self.source, self.lines = source, lines
+
+    def where(self, i: int) -> str:
+        """``"<file>, line L"`` (jsonl) or ``"<file>, row R"`` (1-based) of row ``i``."""
+        if self.lines is not None:
+            return f"{self.source}, line {self.lines[i]}"
+        return f"{self.source}, row {i + 1}"
+
+
+def _read_jsonl(path: Path) -> _Rows:
+    where = "psens.datasets.load"
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        text = fh.read()
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:
+            text = fh.read()
+    except (UnicodeDecodeError, OSError) as exc:
+        fail(where, f"cannot read {path} as UTF-8 text ({exc})", "Pass a UTF-8 (.gz) jsonl file")
     stripped = text.lstrip()
     if stripped.startswith("["):  # a JSON array
-        return list(json.loads(text))
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+        try:
+            return _Rows(json.loads(text), path)
+        except json.JSONDecodeError as exc:
+            fail(
+                where,
+                f"{path}, line {exc.lineno}: not valid JSON ({exc.msg}, column {exc.colno})",
+                "Fix that line",
+            )
+    rows, lines = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            fail(
+                where,
+                f"{path}, line {number}: not valid JSON ({exc.msg}, column {exc.colno})",
+                "Fix that line: each line of a .jsonl file holds one JSON object",
+            )
+        lines.append(number)
+    return _Rows(rows, path, lines)
 
 
 def _read_disk(path: Path, split: str) -> list[dict]:
@@ -392,7 +430,7 @@ def _read_path(path: Path, split: str) -> list[dict]:
     if name.endswith(".parquet"):
         import pyarrow.parquet as pq
 
-        return pq.read_table(path).to_pylist()
+        return _Rows(pq.read_table(path).to_pylist(), path)
     fail(
         "psens.datasets.load",
         f"cannot read {path} (unknown file type)",
@@ -472,17 +510,35 @@ def _canonical(name: str) -> tuple[str, str | None]:
 def _convert_all(
     rows: Iterable[Mapping], spec: _Spec, name: str, split: str, limit: int | None
 ) -> list[Item]:
+    """Items from rows; a malformed row is refused naming its file and line (or row)."""
     items = []
+    locate = rows.where if isinstance(rows, _Rows) else (lambda i: f"{name} row {i + 1}")
     for i, row in enumerate(rows):
         if limit is not None and len(items) >= limit:
             break
+        where = f"psens.datasets.load: {locate(i)}"
+        if not isinstance(row, Mapping):
+            fail(
+                where,
+                f"the row is a {type(row).__name__}, not an object",
+                "Give every row as a JSON object of columns",
+            )
         key = f"{name}/{split}/{i}"
-        if "options" in row and "question" in row and "choices" not in row:
-            item = item_from_record(row, key)
-        else:
-            item = spec.convert(row, key)
+        own = "options" in row and "choices" not in row
+        try:
+            item = item_from_record(row, key) if own else spec.convert(row, key)
+        except KeyError as exc:
+            column = exc.args[0] if exc.args else "?"
+            fail(
+                where,
+                f"column {column!r} is missing (the row has {sorted(map(str, row))})",
+                f"Give every row the columns of {name} on the hub, or psens's own columns "
+                "question, options, answer",
+            )
+        except (TypeError, ValueError, IndexError, AttributeError) as exc:
+            fail(where, f"cannot read the row ({type(exc).__name__}: {exc})", "Fix the row")
         meta = {"dataset": name, "split": split, **dict(item.metadata)}
-        items.append(replace(item, metadata=meta).check("psens.datasets.load"))
+        items.append(replace(item, metadata=meta).check(where))
     return items
 
 

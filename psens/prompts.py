@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -559,13 +560,45 @@ class _Word:
     order: int = field(default=0)
 
 
+#: Scripts written without spaces between words (Han, Hiragana, Katakana): each character
+#: of these is one word. Hangul is written with spaces and keeps its words.
+_CJK = re.compile(
+    "[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\uff66-\uff9f\U00020000-\U0003134f]"
+)
+
+
+def _word_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of every word of ``text``, found as on its NFC form.
+
+    A combining mark (Unicode category M: accents, vowel signs) belongs to the word it
+    follows, so a decomposed ``"Ve\\u0301nus"`` is one word as its NFC form ``"Vénus"`` is;
+    offsets are those of ``text`` itself. Characters of :data:`_CJK` scripts are one word
+    each (there is no space to split on).
+    """
+    # marks become a word character of the same length, so the offsets are unchanged
+    plain = "".join("a" if unicodedata.category(c)[0] == "M" else c for c in text)
+    spans = []
+    for m in _WORD.finditer(plain):
+        start, end = m.start(), m.start() + len(m.group(0).rstrip("."))
+        piece = start
+        for c in _CJK.finditer(plain, start, end):
+            if c.start() > piece:
+                spans.append((piece, c.start()))
+            spans.append((c.start(), c.end()))
+            piece = c.end()
+        if piece < end:
+            spans.append((piece, end))
+    return spans
+
+
 def _segments(item: Item) -> list[_Word]:
     out: list[_Word] = []
     fields = [("question", item.question)] + [(f"option:{lab}", txt) for lab, txt in item.options]
     for name, text in fields:
-        for m in _WORD.finditer(text):
-            word = m.group(0).rstrip(".")
-            out.append(_Word(word, name, m.start(), m.start() + len(word), len(out)))
+        for start, end in _word_spans(text):
+            word = unicodedata.normalize("NFC", text[start:end])
+            out.append(_Word(word, name, start, end, len(out)))
     return out
 
 
@@ -625,7 +658,12 @@ def variables(
     Chosen from the item alone, so they are identical for every template and model
     (IPS paper, appendices E.5 and K.2):
 
-    1. segment question and options into words (punctuation is never a variable);
+    1. segment question and options into words (punctuation is never a variable). Words
+       are found as on the NFC-normalised text: a combining accent belongs to its word
+       (``"Ve\\u0301nus"`` is the one word ``"Vénus"``); a variable's text is NFC, its
+       ``start``/``end`` point into the item's own text. Scripts written without spaces
+       (Chinese, Japanese kana and kanji) give one variable per character; Hangul keeps
+       its space-separated words;
     2. if there are at most ``n_max`` words, keep them all (short MCQ items, as in
        the paper's fig. 1 where ``NOT`` is a variable);
     3. otherwise merge phrases (``phrases`` given by the user, matched case-insensitively

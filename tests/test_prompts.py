@@ -167,3 +167,31 @@ def test_variables_are_words_with_positions():
     assert isinstance(v, str) and v == "NOT" and v.field == "question"
     assert EGG.question[v.start : v.end] == "NOT"
     assert pickle.loads(pickle.dumps(v)).end == v.end
+
+
+# ----------------------------------------------------------------------------- word segmentation
+
+
+def test_combining_accent_does_not_split_a_word():
+    import unicodedata
+
+    decomposed = "Ve\u0301nus"
+    it = Item("v", f"Which planet is {decomposed}?", (("A", "Mars"), ("B", decomposed)), "B")
+    words = prompts.variables(it, n_max=10)
+    assert [str(w) for w in words] == ["Which", "planet", "is", "Vénus", "Mars", "Vénus"]
+    assert all(unicodedata.is_normalized("NFC", str(w)) for w in words)
+    # the offsets still point into the original (decomposed) text
+    v = words[3]
+    assert it.question[v.start : v.end] == decomposed
+    masked = prompts.render(it, "ips1", masks=0b110111, variables_=words)
+    assert "[MASK]?" in masked and "\u0301" not in masked.split("\n")[0]
+
+
+def test_text_without_spaces_gives_one_variable_per_cjk_character():
+    it = Item("zh", "水是什么颜色?", (("A", "蓝色"), ("B", "红色")), "A")
+    assert prompts.variables(it, n_max=16, as_text=True) == list("水是什么颜色蓝色红色")
+    ja = Item("ja", "東京はどこ?", (("A", "日本"), ("B", "France")), "A")
+    assert prompts.variables(ja, n_max=16, as_text=True) == [*"東京はどこ", "日", "本", "France"]
+    # Hangul is written with spaces: its words stay words
+    ko = Item("ko", "하늘은 무슨 색?", (("A", "파랑"), ("B", "빨강")), "A")
+    assert prompts.variables(ko, n_max=16, as_text=True) == ["하늘은", "무슨", "색", "파랑", "빨강"]

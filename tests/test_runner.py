@@ -378,3 +378,172 @@ def test_damaged_blocks_are_named_and_recomputed(assets, tmp_path, serial_run, c
     assert "3 damaged blocks" in capsys.readouterr().err
     assert main(["verify", str(out)]) == 0
     assert_run_equal(_without_config(store.open_run(out)), _without_config(serial_run))
+
+
+# ----------------------------------------------------------------------------- input checks
+
+
+def _refused(assets, tmp_path, monkeypatch, capsys, change, match, *, suffix="toml"):
+    """Run ``psens run`` on a config with ``change``: it must be refused (exit 2) with a
+    message matching ``match``, without a traceback, before a model is loaded and before
+    the store exists."""
+    import re
+
+    import psens.runner
+
+    def boom(*a, **k):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(psens.runner, "_scorer", boom)
+    cfg = _config(assets, tmp_path / "r.zarr")
+    cfg.update(change)
+    if suffix == "toml":
+        path = _toml(cfg, tmp_path / "c.toml")
+    else:
+        import yaml
+
+        path = tmp_path / "c.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+    assert main(["run", str(path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert re.search(match, err), err
+    assert "Traceback" not in err
+    assert not (tmp_path / "r.zarr").exists()
+    return err
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"templates": ["ips1", "ips2", "ips1"]}, "'templates' lists 'ips1' twice"),
+        ({"samples": ["q1", "q2", "q1"]}, "'samples' lists 'q1' twice"),
+        ({"shots": [0, 1, 1]}, "'shots' lists 1 twice"),
+    ],
+)
+def test_duplicates_are_refused_before_the_store(
+    assets, tmp_path, monkeypatch, capsys, change, match
+):
+    _refused(assets, tmp_path, monkeypatch, capsys, change, match)
+
+
+@pytest.mark.parametrize(
+    "templates", [["ips1", "open"], ["open", "ips1"]], ids=["mcq-then-open", "open-first"]
+)
+def test_template_a_dataset_cannot_render_is_refused(
+    assets, tmp_path, monkeypatch, capsys, templates
+):
+    _refused(
+        assets,
+        tmp_path,
+        monkeypatch,
+        capsys,
+        {"templates": templates},
+        "template 'open' is for open-ended items but item 'q\\d' has options",
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"device": "gpu"}, "device = 'gpu'"),
+        ({"device": 3}, "'device' must be a string"),
+        ({"dtype": "float8"}, "dtype = 'float8'"),
+        ({"scheduler": "tcp://nohost"}, "scheduler = 'tcp://nohost'"),
+        ({"scheduler": "local:2x"}, "scheduler = 'local:2x'"),
+        ({"cache_dir": 5}, "'cache_dir' must be a string"),
+        ({"dataset": 7}, "'dataset' must be a non-empty string"),
+        ({"seed": "abc"}, "'seed' must be an integer"),
+        ({"seed": -1}, "seed"),
+        ({"samples": []}, "'samples' is an empty list"),
+        ({"samples": 0}, "samples"),
+        ({"templates": 5}, "'templates' must be"),
+        ({"generate": "no"}, "'generate' must be true or false"),
+        ({"tau": "0.1"}, "'tau' must be a number"),
+        ({"models": "x"}, "'models' must be a non-empty list"),
+        ({"split": 3}, "'split' must be a string"),
+        ({"solver_settings": 3}, "'solver_settings' must be a table"),
+        ({"mask_tokens": ["x"]}, "'mask_tokens' must be a table"),
+    ],
+)
+def test_bad_values_and_types_are_named_by_key(
+    assets, tmp_path, monkeypatch, capsys, change, match
+):
+    _refused(assets, tmp_path, monkeypatch, capsys, change, match, suffix="yaml")
+
+
+def test_cache_dir_that_is_a_file_is_refused(assets, tmp_path, monkeypatch, capsys):
+    f = tmp_path / "file"
+    f.write_text("x")
+    _refused(assets, tmp_path, monkeypatch, capsys, {"cache_dir": str(f)}, "not a folder")
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "match"),
+    [
+        (
+            "c.toml",
+            'store = "r.zarr"\nmodels = ["a"\ndataset = "arc-challenge"\n',
+            r"c\.toml, line 3",
+        ),
+        ("c.yaml", "store: r.zarr\nmodels: [a\ndataset: x\n", r"c\.yaml, line \d"),
+        ("c.yaml", "store: r.zarr\n  models: - a\n", r"c\.yaml, line 2"),
+        ("c.yaml", "- a\n- b\n", r"c\.yaml holds a list"),
+    ],
+)
+def test_config_syntax_errors_name_file_and_line(tmp_path, capsys, name, text, match):
+    import re
+
+    path = tmp_path / name
+    path.write_text(text)
+    assert main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(match, err), err
+    assert "Traceback" not in err
+
+
+def test_malformed_dataset_file_is_named_before_the_store(assets, tmp_path, monkeypatch, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(Path(assets["data"]).read_text() + "{not json\n")
+    _refused(
+        assets, tmp_path, monkeypatch, capsys, {"dataset_path": str(bad)}, r"bad\.jsonl, line 7"
+    )
+
+
+def test_ctrl_c_ends_with_one_line_on_how_to_resume(assets, tmp_path, monkeypatch, capsys):
+    import psens.runner
+
+    real, calls = psens.runner._run_block, {"n": 0}
+
+    def interrupted(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(psens.runner, "_run_block", interrupted)
+    cfg = _toml(_config(assets, tmp_path / "r.zarr"), tmp_path / "c.toml")
+    assert main(["run", str(cfg), "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted: 1 of 3 blocks done; run the same command again to resume" in err
+    assert "Traceback" not in err
+
+
+def test_export_of_an_unfinished_run_warns(assets, tmp_path, monkeypatch, capsys):
+    import psens.runner
+    from psens.runner import run
+
+    real = psens.runner.compute_block
+
+    def flaky(scorer, plan, sample):
+        if sample == 1:
+            raise RuntimeError("model server went away")
+        return real(scorer, plan, sample)
+
+    monkeypatch.setattr(psens.runner, "compute_block", flaky)
+    out = tmp_path / "r.zarr"
+    run(_config(assets, out), progress=False, quiet=True)
+    assert main(["summary", str(out)]) == 0
+    assert "1 block failed" in capsys.readouterr().out
+    assert main(["export", str(out), str(tmp_path / "r.nc")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 1 of 3 blocks are not done (0 pending, 1 failed)" in err

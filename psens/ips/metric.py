@@ -115,12 +115,58 @@ def template_pairs(n_templates: int) -> tuple[np.ndarray, np.ndarray]:
     return np.triu_indices(n_templates, k=1)
 
 
+def _check_tau(tau: Any, where: str) -> float:
+    """A threshold must be a real number in (0, 1); a string (``"0.1"``) or a bool is refused."""
+    if isinstance(tau, bool) or not isinstance(tau, int | float | np.integer | np.floating):
+        fail(
+            where,
+            f"tau={tau!r} is a {type(tau).__name__}, not a number",
+            "Pass tau as a float, e.g. tau=0.1",
+            TypeError,
+        )
+    return check_in_interval(tau, where, "tau", 0.0, 1.0)
+
+
 def _as_arrays(I_and, I_or, where: str):
+    """Both interaction arrays as float, checked to hold games ``[..., 2**n]``.
+
+    Refused: different shapes, an empty batch, inf, NaN in one array where the other is
+    finite, and NaN that is not padding. A game of ``k`` players padded to ``n`` is finite on
+    exactly its first ``2**k`` subsets (all its subsets) and NaN beyond; a game that is NaN
+    everywhere (a failed block) is allowed and yields NaN.
+    """
     a, o = np.asarray(I_and, dtype=float), np.asarray(I_or, dtype=float)
     check_same_shape(a, o, where, ("I_and", "I_or"))
     check_game(a, where, name="I_and", allow_nan=True)
+    if a.size == 0:
+        fail(
+            where,
+            f"the interactions are empty (shape {a.shape})",
+            "Pass at least one game (no axis of length 0)",
+        )
     if np.isinf(a).any() or np.isinf(o).any():
         fail(where, "interactions contain inf", "Recompute the games; only NaN padding is allowed")
+    nan_a, nan_o = np.isnan(a), np.isnan(o)
+    if (nan_a != nan_o).any():
+        first = tuple(int(i) for i in np.argwhere(nan_a != nan_o)[0])
+        which = (
+            "I_or is NaN where I_and is not" if nan_o[first] else "I_and is NaN where I_or is not"
+        )
+        fail(
+            where,
+            f"{which} (first at index {first})",
+            "Pass the AND and OR parts of the same games (NaN only on padded subsets)",
+        )
+    count = (~nan_a).sum(axis=-1, keepdims=True)
+    padding = np.arange(a.shape[-1]) >= count
+    if (nan_a != padding).any():
+        first = tuple(int(i) for i in np.argwhere(nan_a & ~padding)[0])
+        fail(
+            where,
+            f"I_and/I_or are NaN at subset {first[-1]} of game {first[:-1]}, which is not "
+            "padding (a game is finite on all 2**n subsets of its own n players)",
+            "Recompute that game; only subsets beyond a game's own n may be NaN",
+        )
     return a, o
 
 
@@ -158,7 +204,7 @@ def normalize(I_and, I_or) -> tuple[np.ndarray, np.ndarray]:
 
 def salient(I_and, I_or, tau: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
     r"""Salient-set masks :math:`|\tilde I| > \tau` for AND and OR (paper §4.1)."""
-    check_in_interval(tau, "salient", "tau", 0.0, 1.0)
+    _check_tau(tau, "salient")
     na, no = normalize(I_and, I_or)
     with np.errstate(invalid="ignore"):
         return np.abs(na) > tau, np.abs(no) > tau
@@ -172,7 +218,7 @@ def _paired(I_and, I_or, tau: float, order: Order | None, where: str):
 
     Returns ``a, b, union`` shaped ``[..., pair, 2 * 2**n]`` (AND then OR on the last axis).
     """
-    check_in_interval(tau, where, "tau", 0.0, 1.0)
+    _check_tau(tau, where)
     ra, ro = _as_arrays(I_and, I_or, where)
     if ra.ndim < 2:
         fail(
@@ -512,6 +558,8 @@ _CHUNK_ELEMENTS = 1 << 22  # values per array in one block (32 MiB of float64)
 
 def check_taus(taus: Any, where: str) -> np.ndarray:
     """Thresholds as a 1-d float array, each strictly inside (0, 1)."""
+    for t in np.ravel(np.asarray(taus, dtype=object)):
+        _check_tau(t, where)
     arr = np.atleast_1d(np.asarray(taus, dtype=float))
     if arr.ndim != 1 or arr.size == 0:
         fail(where, f"thresholds {taus!r} are not a non-empty list", "Pass e.g. [0.05, 0.1]")

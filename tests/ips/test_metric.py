@@ -233,3 +233,54 @@ def test_nanmean_and_n_players():
     padded[0, 6:8] = np.nan
     with pytest.raises(ValueError, match="power of two"):
         n_players(padded)
+
+
+# ----------------------------------------------------------------------------- input checks
+
+
+def _game(n_templates=2, n=2, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n_templates, 1 << n)), rng.normal(size=(n_templates, 1 << n))
+
+
+@pytest.mark.parametrize("tau", ["0.1", b"0.1", True, None, [0.1]])
+def test_tau_that_is_not_a_number_is_refused(tau):
+    a, o = _game()
+    with pytest.raises(TypeError, match="tau"):
+        ips(a, o, tau=tau)
+    with pytest.raises(TypeError, match="tau"):
+        salient(a, o, tau=tau)
+
+
+def test_nan_in_I_or_where_I_and_is_finite_is_refused():
+    a, o = _game()
+    o[0, 1] = np.nan
+    with pytest.raises(ValueError, match="I_or is NaN where I_and is not"):
+        ips(a, o)
+    with pytest.raises(ValueError, match="NaN"):
+        normalize(a, o)
+
+
+def test_nan_at_a_non_padding_subset_is_refused():
+    a, o = _game(n=3)
+    a[1, 2] = o[1, 2] = np.nan  # subset 2 of a 3-player game is no padding
+    with pytest.raises(ValueError, match=r"NaN at subset 2 .*not padding"):
+        ips(a, o)
+
+
+def test_padding_and_all_nan_games_are_still_accepted():
+    a, o = _game(n=3)
+    a[:, 4:] = o[:, 4:] = np.nan  # a 2-player game padded to 3 players
+    assert np.isfinite(ips(a, o))
+    a2, o2 = np.stack([a, a]), np.stack([o, o])
+    a2[1] = o2[1] = np.nan  # a failed block: every subset NaN
+    out = ips(a2, o2)
+    assert np.isfinite(out[0]) and np.isnan(out[1])
+
+
+@pytest.mark.parametrize("shape", [(0, 2, 4), (3, 0, 4)])
+def test_empty_batch_is_refused(shape):
+    with pytest.raises(ValueError, match="empty"):
+        ips(np.zeros(shape), np.zeros(shape))
+    with pytest.raises(ValueError, match="empty"):
+        normalize(np.zeros(shape), np.zeros(shape))
