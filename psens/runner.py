@@ -287,11 +287,9 @@ def _scorer(cfg: RunConfig, model: str):
             import torch
 
             torch.set_num_threads(cfg.threads)
-        row = models.lookup(model)
-        source = row["hub_id"] if row and row.get("hub_id") and not row.get("package") else model
         _SCORERS.clear()  # keep one model in memory per process
         _SCORERS[key] = models.load(
-            source,
+            model,  # a path is that path; a table name resolves to its hub id
             dtype=cfg.dtype,
             device=cfg.device,
             mask_token=cfg.mask_tokens.get(model),
