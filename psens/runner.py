@@ -10,6 +10,13 @@ matching and written to its own zarr chunks with ``status = done`` last.
   a done block whose chunks no longer match their checksums (:func:`psens.store.verify`).
   Each block depends only on the config, so a resumed run ends identical to an
   uninterrupted one.
+* **Fingerprints.** A store records digests of what its numbers depend on (attr
+  ``fingerprints``): each selected item's content (question, options, answer, context,
+  passage and the chosen words), the few-shot examples, the rendered prompts and
+  targets, every model's files (config, tokenizer, weights; the GGUF file of a GGUF or
+  packaged model; the local revision of a hub model), the solver settings and the psens
+  version. A resume recomputes them and refuses to go on, naming what differs, so an
+  edited dataset file or replaced weights never mix into one store.
 * **One run per store.** The run holds the store's lock (:func:`psens.store.lock`) from
   start to end; a second run on the same store is refused with the first one's PID. Block
   writers carry the store's ``run_id``, so a stale process cannot write into a store that
@@ -24,6 +31,8 @@ matching and written to its own zarr chunks with ``status = done`` last.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import shutil
 import sys
@@ -39,7 +48,7 @@ from psens import store
 from psens._validation import fail
 from psens.config import RunConfig
 
-__all__ = ["estimate", "run", "select_items", "summarize"]
+__all__ = ["estimate", "fingerprints", "run", "select_items", "summarize"]
 
 #: masked prompts per second of a 135M-parameter model on one 2-core CPU (measured), used
 #: to print a rough time estimate before a run; larger models scale ~linearly with size.
@@ -312,11 +321,9 @@ def _scorer(cfg: RunConfig, model: str):
             import torch
 
             torch.set_num_threads(cfg.threads)
-        row = models.lookup(model)
-        source = row["hub_id"] if row and row.get("hub_id") and not row.get("package") else model
         _SCORERS.clear()  # keep one model in memory per process
         _SCORERS[key] = models.load(
-            source,
+            model,  # a path is that path; a table name resolves to its hub id
             dtype=cfg.dtype,
             device=cfg.device,
             mask_token=cfg.mask_tokens.get(model),
@@ -366,6 +373,146 @@ def _model_meta(models: Sequence[str]) -> dict[str, list]:
     return meta
 
 
+#: The fields of an item that its numbers depend on (``metadata`` is not one of them).
+ITEM_FIELDS = ("question", "options", "answer", "context", "passage", "answers", "task_type")
+#: Where a resume that found a difference sends the user.
+_START_OVER = "start over with --overwrite (overwrite=True)"
+
+
+def _digest(obj: Any) -> str:
+    text = json.dumps(obj, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _item_digests(item, variables: Sequence) -> dict[str, str]:
+    """Per-field digests of one item and of its chosen words (text, field and offsets)."""
+    out = {f: _digest(getattr(item, f)) for f in ITEM_FIELDS}
+    out["words"] = _digest([[str(v), v.field, v.start, v.end] for v in variables])
+    return out
+
+
+def fingerprints(plan: Plan) -> dict[str, Any]:
+    """Digests of everything a run's numbers depend on beyond its config text.
+
+    Parameters
+    ----------
+    plan : Plan
+        The run's items, words, shots and prompts.
+
+    Returns
+    -------
+    dict
+        ``items`` (sample id -> per-field digests, in sample order), ``shots``,
+        ``prompts`` (prompts and targets), ``models`` (model -> its
+        :func:`psens.models.loading.model_fingerprint`), ``solver`` (the settings) and
+        ``psens_version``.
+    """
+    from psens._version import __version__
+    from psens.interactions import SolverSettings
+    from psens.models.loading import model_fingerprint
+
+    cfg = plan.cfg
+    shots = {str(k): [[it.id, _item_digests(it, ())] for it in plan.shots[k]] for k in plan.shots}
+    settings = SolverSettings(method=cfg.solver, **cfg.solver_settings).to_attrs()
+    return {
+        "items": {
+            it.id: _item_digests(it, vs) for it, vs in zip(plan.items, plan.variables, strict=True)
+        },
+        "shots": _digest(shots),
+        "prompts": _digest([plan.prompts.ravel().tolist(), plan.targets]),
+        "models": {m: model_fingerprint(m, cfg.cache_dir) for m in cfg.models},
+        "solver": {
+            k: (v if isinstance(v, int | float | str | bool) or v is None else str(v))
+            for k, v in settings.items()
+        },
+        "psens_version": __version__,
+    }
+
+
+def _item_changes(old: dict, new: dict) -> str | None:
+    if list(old) != list(new):
+        gone = [k for k in old if k not in new]
+        came = [k for k in new if k not in old]
+        if gone or came:
+            return f"the selected samples differ (now without {gone[:3]}, with {came[:3]})"
+        return "the selected samples are in another order"
+    diffs = [
+        f"{sid!r} {field} differs"
+        for sid, fields in old.items()
+        for field, h in fields.items()
+        if new[sid].get(field) != h
+    ]
+    if not diffs:
+        return None
+    more = f" (and {len(diffs) - 3} more)" if len(diffs) > 3 else ""
+    return ", ".join(diffs[:3]) + more
+
+
+def _model_changes(model: str, old: dict, new: dict) -> str | None:
+    if old.get("kind") != new.get("kind"):
+        return f"{model} was a {old.get('kind')} model and is now a {new.get('kind')} model"
+    if old.get("revision") and new.get("revision") and old["revision"] != new["revision"]:
+        return f"{model} revision {old['revision']} is now {new['revision']}"
+    a, b = old.get("files", {}), new.get("files", {})
+    diffs = [f"{f} differs" for f in a if f in b and a[f] != b[f]]
+    diffs += [f"{f} is gone" for f in a if f not in b]
+    diffs += [f"{f} is new" for f in b if f not in a]
+    return f"{model}: {', '.join(diffs[:3])}" if diffs else None
+
+
+def _check_fingerprints(path: Path, old: dict, new: dict) -> None:
+    """Refuse to resume a store whose recorded fingerprints differ from the current ones,
+    naming the difference."""
+    where = "psens run"
+    since = "changed since the store was created"
+    items = _item_changes(old.get("items", {}), new["items"])
+    if items or old.get("shots", new["shots"]) != new["shots"]:
+        what = items or "the few-shot examples differ"
+        fail(
+            where,
+            f"{path}: the dataset items {since}: {what}",
+            f"Restore the file or {_START_OVER}",
+        )
+    if old.get("prompts", new["prompts"]) != new["prompts"]:
+        fail(
+            where,
+            f"{path}: the rendered prompts or targets {since} (the templates or psens changed)",
+            f"Resume with the psens that created it, or {_START_OVER}",
+        )
+    changes = [
+        _model_changes(m, fp, new["models"][m])
+        for m, fp in old.get("models", {}).items()
+        if m in new["models"]
+    ]
+    changes = [c for c in changes if c]
+    if changes:
+        fail(
+            where,
+            f"{path}: the model weights {since}: {'; '.join(changes)}",
+            f"Restore the model files or {_START_OVER}",
+        )
+    solver_old, solver_new = old.get("solver", {}), new["solver"]
+    keys = [
+        k
+        for k in sorted(set(solver_old) | set(solver_new))
+        if solver_old.get(k) != solver_new.get(k)
+    ]
+    if keys:
+        shown = ", ".join(f"{k} {solver_old.get(k)!r} -> {solver_new.get(k)!r}" for k in keys[:3])
+        fail(
+            where,
+            f"{path}: the solver settings {since}: {shown}",
+            f"Resume with the psens that created it, or {_START_OVER}",
+        )
+    if old.get("psens_version", new["psens_version"]) != new["psens_version"]:
+        fail(
+            where,
+            f"{path} was created by psens {old['psens_version']}, this is psens "
+            f"{new['psens_version']}",
+            f"Resume with psens {old['psens_version']}, or {_START_OVER}",
+        )
+
+
 def _open_or_create(plan: Plan, overwrite: bool):
     from psens import prompts
     from psens._version import __version__
@@ -381,6 +528,10 @@ def _open_or_create(plan: Plan, overwrite: bool):
                 f"{path} holds a run with a different config",
                 "Use a new 'store' path, or pass overwrite=True (--overwrite) to start over",
             )
+        recorded = ds.attrs.get("fingerprints")
+        if recorded:  # stores of an older psens have none: nothing to compare
+            old = json.loads(recorded) if isinstance(recorded, str) else recorded
+            _check_fingerprints(path, old, fingerprints(plan))
         return ds
     perturb = [prompts.get_template(t).perturbation for t in plan.templates]
     settings = SolverSettings(method=cfg.solver, **cfg.solver_settings)
@@ -390,6 +541,7 @@ def _open_or_create(plan: Plan, overwrite: bool):
         "config": cfg.to_dict(),
         "config_hash": cfg.fingerprint(),
         "dataset": cfg.dataset,
+        "fingerprints": fingerprints(plan),
         **settings.to_attrs(),
     }
     return store.create(

@@ -547,3 +547,95 @@ def test_export_of_an_unfinished_run_warns(assets, tmp_path, monkeypatch, capsys
     assert main(["export", str(out), str(tmp_path / "r.nc")]) == 0
     err = capsys.readouterr().err
     assert "warning: 1 of 3 blocks are not done (0 pending, 1 failed)" in err
+
+
+# ----------------------------------------------------------------------------- fingerprints
+
+
+def _edit_question(path: Path, qid: str, text: str) -> None:
+    """Rewrite the dataset file in place with another question text for item ``qid``."""
+    import json
+
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for row in rows:
+        if row["id"] == qid:
+            row["question"] = text
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_changed_dataset_item_is_refused_on_resume(assets, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    import psens.runner
+    from psens.runner import run
+
+    data = shutil.copy(assets["data"], tmp_path / "data.jsonl")
+    out = tmp_path / "run.zarr"
+    cfg = _config(assets, out, dataset_path=str(data))
+    real = psens.runner.compute_block
+
+    def dies_at_one(scorer, plan, sample):  # a run stopped after its first block
+        if sample >= 1:
+            raise RuntimeError("killed")
+        return real(scorer, plan, sample)
+
+    monkeypatch.setattr(psens.runner, "compute_block", dies_at_one)
+    first = run(cfg, progress=False, quiet=True)
+    monkeypatch.setattr(psens.runner, "compute_block", real)
+    qid = str(first.sample.values[1])
+    original = Path(data).read_text()
+    _edit_question(Path(data), qid, "Which tool measures rainfall?")
+    toml = _toml(cfg, tmp_path / "c.toml")
+    assert main(["run", str(toml), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "the dataset items changed since the store was created" in err, err
+    assert f"{qid!r} question differs" in err and "--overwrite" in err
+    assert "Traceback" not in err
+    status = store.open_run(out).status.values
+    assert status[0, 0] == store.DONE and (status[0, 1:] != store.DONE).all()  # untouched
+    Path(data).write_text(original)  # restored: the resume goes on and ends identical
+    assert main(["run", str(toml), "--no-progress"]) == 0
+    reference = run({**cfg, "store": str(tmp_path / "ref.zarr")}, progress=False, quiet=True)
+    assert_run_equal(_without_config(store.open_run(out)), _without_config(reference))
+
+
+def test_changed_model_weights_are_refused_on_resume(assets, tmp_path, capsys):
+    from psens.runner import run
+
+    model = write_tiny_model(tmp_path / "model")
+    out = tmp_path / "run.zarr"
+    cfg = _config(assets, out, models=[str(model)], samples=1)
+    run(cfg, progress=False, quiet=True)
+    write_tiny_model(model, seed=1)  # other weights, same path and file names
+    assert main(["run", str(_toml(cfg, tmp_path / "c.toml")), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "the model weights changed since the store was created" in err, err
+    assert str(model) in err and "--overwrite" in err
+
+
+def test_fingerprints_are_recorded(assets, tmp_path):
+    import json
+
+    from psens.runner import run
+
+    ds = run(_config(assets, tmp_path / "run.zarr", samples=2), progress=False, quiet=True)
+    fp = json.loads(ds.attrs["fingerprints"])
+    assert set(fp) >= {"items", "prompts", "models", "solver", "psens_version"}
+    assert list(fp["items"]) == [str(s) for s in ds.sample.values]
+    assert set(fp["items"][str(ds.sample.values[0])]) >= {"question", "options", "answer", "words"}
+    assert list(fp["models"]) == [str(assets["model"])]
+
+
+def test_local_folder_named_like_a_table_model_is_loaded(assets, tmp_path, monkeypatch):
+    """A folder named like a model-table entry is that folder, never the hub model."""
+    import shutil
+
+    from psens.config import RunConfig
+    from psens.runner import _scorer
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("llama-2-7b", "./Llama-2-7b-hf"):
+        shutil.copytree(assets["model"], tmp_path / name, dirs_exist_ok=True)
+        cfg = RunConfig.from_any(_config(assets, tmp_path / "r.zarr", models=[name]))
+        scorer = _scorer(cfg, name)
+        assert Path(scorer.info["source"]).resolve() == (tmp_path / name).resolve()

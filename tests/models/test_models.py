@@ -7,6 +7,7 @@ tokenizer trained in memory (< 1 s); ``-m slow`` runs the real SmolLM2 offline.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -294,3 +295,104 @@ def test_model_table_found_in_a_wheel_install(monkeypatch, tmp_path):
     monkeypatch.setattr(registry, "__file__", str(fake_pkg))
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "prefix"))
     assert registry.data_dir() == tmp_path / "prefix" / "share" / "psens"
+
+
+# ------------------------------------------------------------------ local paths, GGUF cache
+
+
+def test_local_folder_named_like_a_packaged_model_is_that_folder(tmp_path, monkeypatch):
+    from tests.support import write_tiny_model
+
+    monkeypatch.chdir(tmp_path)
+    write_tiny_model(tmp_path / "smollm2-135m-instruct")
+    for name in ("smollm2-135m-instruct", "./smollm2-135m-instruct"):
+        src = models.resolve_source(name)
+        assert src["kind"] == "folder" and Path(src["path"]).resolve() == (
+            tmp_path / "smollm2-135m-instruct"
+        )
+    assert models.resolve_source("llama-2-7b")["path"] == "meta-llama/Llama-2-7b-hf"
+    with pytest.raises(FileNotFoundError, match="llama-2-7b"):
+        models.resolve_source("./llama-2-7b")  # a path that does not exist: never the hub
+
+
+@pytest.fixture(scope="module")
+def fake_gguf(tmp_path_factory):
+    """Two tiny model folders and a fake ``convert_gguf`` that copies the folder named in the
+    GGUF file's bytes (conversion is the slow, transformers part; the cache logic is ours)."""
+    from tests.support import write_tiny_model
+
+    d = tmp_path_factory.mktemp("tiny")
+    return {b"A": write_tiny_model(d / "a", seed=0), b"B": write_tiny_model(d / "b", seed=1)}
+
+
+def _fake_convert(folders, calls, delay=0.0):
+    import shutil
+    import time
+
+    def convert(gguf, out):
+        calls.append(str(gguf))
+        time.sleep(delay)
+        shutil.copytree(folders[Path(gguf).read_bytes()[:1]], out)
+        return out
+
+    return convert
+
+
+def _first_weight(model) -> float:
+    return float(next(iter(model.parameters())).detach().ravel()[0])
+
+
+def test_gguf_cache_is_keyed_by_content(tmp_path, monkeypatch, fake_gguf):
+    from psens.models import loading
+
+    calls: list[str] = []
+    monkeypatch.setattr(loading, "convert_gguf", _fake_convert(fake_gguf, calls))
+    a, b = tmp_path / "a" / "model.gguf", tmp_path / "b" / "model.gguf"
+    for path, data in ((a, b"A" * 100), (b, b"B" * 100)):
+        path.parent.mkdir()
+        path.write_bytes(data)
+    cache = tmp_path / "cache"
+    ma, _, ia = loading.load_model_and_tokenizer(a, cache_dir=cache)
+    mb, _, ib = loading.load_model_and_tokenizer(b, cache_dir=cache)
+    assert ia["source"] != ib["source"] and _first_weight(ma) != _first_weight(mb)
+    again, _, _ = loading.load_model_and_tokenizer(a, cache_dir=cache)
+    assert _first_weight(again) == _first_weight(ma) and len(calls) == 2  # reused
+    b.write_bytes(b"A" * 100)  # b now holds a's content: a's conversion is reused
+    _, _, ib2 = loading.load_model_and_tokenizer(b, cache_dir=cache)
+    assert ib2["source"] == ia["source"] and len(calls) == 2
+
+
+def test_concurrent_conversions_of_one_file_wait_and_reuse(tmp_path, monkeypatch, fake_gguf):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from psens.models import loading
+
+    calls: list[str] = []
+    monkeypatch.setattr(loading, "convert_gguf", _fake_convert(fake_gguf, calls, delay=1.0))
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"A" * 100)
+    cache = tmp_path / "cache"
+    with ThreadPoolExecutor(2) as pool:
+        infos = list(
+            pool.map(lambda _: loading.load_model_and_tokenizer(gguf, cache_dir=cache)[2], [0, 1])
+        )
+    assert len(calls) == 1 and infos[0]["source"] == infos[1]["source"]
+    assert [p.name for p in cache.iterdir() if not p.name.startswith(".")] == [
+        Path(infos[0]["source"]).name
+    ]
+
+
+def test_leftover_conversion_folders_are_cleaned(tmp_path, monkeypatch, fake_gguf):
+    from psens.models import loading
+
+    calls: list[str] = []
+    monkeypatch.setattr(loading, "convert_gguf", _fake_convert(fake_gguf, calls))
+    cache = tmp_path / "cache"
+    for name in ("model.tmp-4242", "other-0123456789abcdef.tmp-77"):  # killed conversions
+        (cache / name).mkdir(parents=True)
+        (cache / name / "model.safetensors").write_bytes(b"half")
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"A" * 100)
+    _, _, info = loading.load_model_and_tokenizer(gguf, cache_dir=cache)
+    left = sorted(p.name for p in cache.iterdir() if not p.name.startswith("."))
+    assert left == [Path(info["source"]).name]
