@@ -142,17 +142,21 @@ def test_batch_bit_identical_to_single_games(n):
 @pytest.mark.parametrize("n", [12, 16, 20])
 def test_bits_do_not_depend_on_thread_count(n):
     rng = np.random.default_rng(14)
-    v = _games(rng, n, 1, np.float64)
+    cases = [
+        (v, sign, superset)
+        for v in (_games(rng, n, 1, np.float64), _games(rng, n, 3, np.float64))
+        for sign, superset in ((-1.0, False), (1.0, False), (-1.0, True))
+    ]
     before = numba.get_num_threads()
-    results = []
+    results = {1: [], 2: []}
     try:
         for threads in (1, 2):
             numba.set_num_threads(threads)
-            for sign, superset in ((-1.0, False), (1.0, False), (-1.0, True)):
+            for v, sign, superset in cases:  # one game (serial) and a batch (one thread a game)
                 got = v.copy()
                 _kernels.butterfly(got, n, sign, superset)
-                results.append(got)
+                results[threads].append(got)
     finally:
         numba.set_num_threads(before)
-    for one, two in zip(results[:3], results[3:], strict=True):
+    for one, two in zip(results[1], results[2], strict=True):
         assert _same_bits(one, two)
