@@ -12,7 +12,14 @@ import them lazily and name the extra to install when it is missing.
 """
 
 import importlib as _importlib
+import os as _os
 import sys as _sys
+
+# OpenMP threads (torch, BLAS) wait at barriers by sleeping, not spinning: beside another
+# CPU-bound process a run then degrades in proportion to the CPU it gets (spinning made a
+# 2-core run 3x slower next to one busy process instead of ~2x). Set before torch is loaded;
+# an explicit OMP_WAIT_POLICY in the environment wins.
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from psens import datasets, interactions, ips, models, prompts
 from psens._version import __version__

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tomllib
@@ -172,3 +173,13 @@ def test_nothing_refers_to_documents_outside_the_repository():
         places += [p for p in (ROOT / folder).rglob("*.py")]
     hits = [str(p.relative_to(ROOT)) for p in places if pattern.search(p.read_text())]
     assert hits == []
+
+
+def test_openmp_threads_sleep_at_barriers_unless_the_user_says_otherwise():
+    code = "import os, psens; print(os.environ['OMP_WAIT_POLICY'])"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stdout.strip() == "PASSIVE"
+    env["OMP_WAIT_POLICY"] = "ACTIVE"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stdout.strip() == "ACTIVE"
