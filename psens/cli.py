@@ -10,6 +10,7 @@ unfinished run warns how many blocks are pending or failed.
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 
 __all__ = ["main"]
@@ -57,6 +58,15 @@ def _dispatch(args) -> int:
         except KeyboardInterrupt:
             print(f"interrupted: {_progress(cfg.store)}", file=sys.stderr)
             return 130
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+            print(
+                f"psens run: the disk is full ({exc.filename or cfg.store}); "
+                f"{_progress(cfg.store)} once space is free",
+                file=sys.stderr,
+            )
+            return 1
         if args.report:
             from psens.report import write_report
 

@@ -194,6 +194,24 @@ def estimate(plan: Plan) -> dict[str, Any]:
     return {"forward_passes": passes, "seconds": seconds, "store_bytes": size}
 
 
+def _check_reachable(scheduler: str | None, timeout: float = 5.0) -> None:
+    """Refuse a ``tcp://host:port`` scheduler nobody answers at, before the store is created."""
+    import socket
+
+    if not scheduler or not str(scheduler).startswith("tcp://"):
+        return
+    host, _, port = str(scheduler)[6:].rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        fail(
+            "psens run",
+            f"the dask scheduler {scheduler} does not answer ({exc.strerror or exc})",
+            "Start it (`dask scheduler --port PORT`) or fix 'scheduler' (or use 'local:N')",
+        )
+
+
 def _check_disk(path: Path, need: int) -> None:
     parent = path if path.exists() else path.parent
     parent = parent if parent.exists() else Path(".")
@@ -598,6 +616,7 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
         f"CPU), store ~{_fmt_bytes(est['store_bytes'])}"
     )
     _check_disk(Path(cfg.store), est["store_bytes"])
+    _check_reachable(cfg.scheduler)
     with store.lock(cfg.store, "psens run"):  # held until the last block is written
         resuming = Path(cfg.store).exists() and not overwrite
         ds = _open_or_create(plan, overwrite)

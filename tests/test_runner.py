@@ -639,3 +639,36 @@ def test_local_folder_named_like_a_table_model_is_loaded(assets, tmp_path, monke
         cfg = RunConfig.from_any(_config(assets, tmp_path / "r.zarr", models=[name]))
         scorer = _scorer(cfg, name)
         assert Path(scorer.info["source"]).resolve() == (tmp_path / name).resolve()
+
+
+def test_unreachable_scheduler_is_refused_before_the_store(assets, tmp_path, monkeypatch, capsys):
+    import socket
+
+    with socket.socket() as sock:  # a port on loopback that nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    change = {"scheduler": f"tcp://127.0.0.1:{port}"}
+    _refused(assets, tmp_path, monkeypatch, capsys, change, "does not answer")
+
+
+def test_full_disk_ends_with_one_line_and_resumes(assets, tmp_path, monkeypatch, capsys):
+    import errno
+
+    import psens.runner
+
+    real, calls = psens.runner._run_block, {"n": 0}
+
+    def disk_full(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "r.zarr"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(psens.runner, "_run_block", disk_full)
+    cfg = _toml(_config(assets, tmp_path / "r.zarr"), tmp_path / "c.toml")
+    assert main(["run", str(cfg), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "the disk is full" in err and "1 of 3 blocks done" in err and "Traceback" not in err
+    monkeypatch.setattr(psens.runner, "_run_block", real)
+    assert main(["run", str(cfg), "--no-progress"]) == 0  # space is back: the run resumes
+    assert (store.open_run(tmp_path / "r.zarr")["status"].values == store.DONE).all()
