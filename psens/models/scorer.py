@@ -283,6 +283,16 @@ class Scorer:
         )
         spans = _prompts.prompt_spans(r, vs)
         ids, offs = self._tokens(r.text, offsets=True)
+        text_cfg = self._text_config()
+        context = getattr(text_cfg, "max_position_embeddings", None)
+        stretches = _rope_depends_on_length(text_cfg)  # dynamic/longrope rotary: longer is fine
+        if isinstance(context, int) and not stretches and len(ids) + 1 > context:  # + answer
+            fail(
+                "psens.models.Scorer.encode",
+                f"the prompt of item {item.id!r} under template {t.name!r} has {len(ids)} "
+                f"tokens, more than the model's context of {context}",
+                "Use fewer shots, a shorter passage, or a model with a longer context",
+            )
         real = offs[:, 1] > offs[:, 0]
         var_tokens = []
         for v, (a, b) in zip(vs, spans, strict=True):

@@ -396,3 +396,11 @@ def test_leftover_conversion_folders_are_cleaned(tmp_path, monkeypatch, fake_ggu
     _, _, info = loading.load_model_and_tokenizer(gguf, cache_dir=cache)
     left = sorted(p.name for p in cache.iterdir() if not p.name.startswith("."))
     assert left == [Path(info["source"]).name]
+
+
+def test_prompt_longer_than_the_context_is_refused_before_scoring(tok):
+    from tests.support import tiny_llama
+
+    short = models.Scorer(tiny_llama(tok, max_position_embeddings=16), tok, progress=False, n_max=6)
+    with pytest.raises(ValueError, match="more than the model's context of 16"):
+        short.value(LONG, "ips1", np.arange(4), variables=prompts.variables(LONG, n_max=2))
