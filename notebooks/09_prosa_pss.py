@@ -208,7 +208,7 @@ alt.Chart(conf).mark_circle(opacity=0.6).encode(
 # %% [markdown]
 # ## 6 · Subjective PSS (§4): three prompt versions and a judge
 #
-# For open-ended chat prompts ProSA rewrites each prompt twice with an LLM, has a judge score every response, and computes PSS over the three versions with graded scores (Arena Hard Auto's five verdicts map to 0, 0.25, 0.5, 0.75, 1). The published prompt versions are in `shared/reference/prosa/`; `psens.pss.load_prosa_versions` reads them. Scoring needs a judge — `psens.backends.HTTPJudge` on an OpenAI-compatible server, or `psens.backends.CallableJudge(psens.models.LocalGenerator(...), mode='graded')` locally — so this notebook only shows the versions and the label mapping.
+# For open-ended chat prompts ProSA rewrites each prompt twice with an LLM, has a judge score every response, and computes PSS over the three versions with graded scores (Arena Hard Auto's five verdicts map to 0, 0.25, 0.5, 0.75, 1). The published prompt versions are in `data/reference/prosa/` (provenance in its README); `psens.pss.load_prosa_versions` reads them. Scoring needs a judge — `psens.backends.HTTPJudge` on an OpenAI-compatible server, or `psens.backends.CallableJudge(psens.models.LocalGenerator(...), mode='graded')` locally — so this notebook only shows the versions and the label mapping.
 
 # %%
 from psens.pss import arena_label_score, load_prosa_versions
