@@ -30,7 +30,14 @@ import pandas as pd
 import xarray as xr
 
 from psens._validation import check_in_interval, fail
-from psens.ips.metric import ORDER_LEVELS, n_players, normalize, order_masks, order_of_subsets
+from psens.ips.metric import (
+    ORDER_LEVELS,
+    n_players,
+    normalize,
+    order_band,
+    order_masks,
+    order_of_subsets,
+)
 
 __all__ = ["PsensAccessor"]
 
@@ -226,9 +233,7 @@ def _band(frame: pd.DataFrame, ds: xr.Dataset) -> np.ndarray:
         n = frame["sample"].map(n_of).to_numpy()
     else:
         n = np.full(len(frame), int(np.log2(ds.sizes["subset"])))
-    k = frame["size"].to_numpy()
-    lo, hi = n // 3, (2 * n) // 3
-    return np.where(k <= lo, "low", np.where(k <= hi, "mid", "high"))
+    return order_band(frame["size"].to_numpy(), n)
 
 
 def _word_labels(frame: pd.DataFrame, ds: xr.Dataset) -> np.ndarray:

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from psens._validation import check_in_interval, check_positive_int, fail
-from psens.ips.metric import ORDER_LEVELS, ips
+from psens.ips.metric import ORDER_LEVELS, ips, nanmean
 
 __all__ = ["PRECISION_SIGMA", "floor_between", "floor_test", "jitter_floor", "run_floor"]
 
@@ -49,11 +49,8 @@ PRECISION_SIGMA: dict[str, float] = {"float16": 0.011, "bfloat16": 0.09}
 
 
 def _order_arg(order: str | None) -> str | None:
-    if order in (None, "all"):
-        return None
-    if order not in ORDER_LEVELS:
-        fail("noise floor", f"order={order!r} is unknown", f"Use one of {ORDER_LEVELS}")
-    return order
+    """``"all"`` is every order (``None`` for :func:`psens.ips.ips`, which checks the rest)."""
+    return None if order == "all" else order
 
 
 def _decompose(v: np.ndarray, solver: str, settings: dict | None):
@@ -127,9 +124,7 @@ def jitter_floor(
     noisy = vv[None] + sigma * rng.normal(size=(draws, *vv.shape))
     clean = np.broadcast_to(vv[None], noisy.shape)
     values = floor_between(clean, noisy, solver=solver, tau=tau, order=order, settings=settings)
-    with np.errstate(invalid="ignore"):
-        count = np.isfinite(values).sum(axis=0)
-        return np.where(count > 0, np.nansum(values, axis=0) / np.maximum(count, 1), np.nan)
+    return nanmean(values, axis=0)
 
 
 def run_floor(
@@ -165,8 +160,9 @@ def run_floor(
         settings = _run_settings(ds.attrs, solver)
     tau = float(ds.attrs.get("tau", 0.1)) if tau is None else tau
     orders = [orders] if isinstance(orders, str) else list(orders)
-    for o in orders:
-        _order_arg(o)
+    bad = [o for o in orders if o not in ORDER_LEVELS]
+    if bad:  # before any decomposition
+        fail(where, f"orders {bad} are unknown", f"Use some of {ORDER_LEVELS}")
     v_da = ds["v"].transpose("model", "sample", ..., "template", "subset")
     n_vars = np.asarray(ds["n_vars"].values, dtype=int)
     done = None

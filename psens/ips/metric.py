@@ -49,6 +49,7 @@ __all__ = [
     "n_players",
     "nanmean",
     "normalize",
+    "order_band",
     "order_masks",
     "order_of_subsets",
     "pair_labels",
@@ -105,9 +106,23 @@ def order_masks(n: np.ndarray, size: int, order: Order | None) -> np.ndarray:
         return inside
     if order not in ORDERS:
         fail("ips", f"order={order!r} is unknown", f"Use one of {ORDERS} or None")
+    return inside & (order_band(k, n) == order)
+
+
+def order_band(size, n) -> np.ndarray:
+    r"""Order band of interactions with :math:`|S|` = ``size`` in games of ``n`` players (§4.3).
+
+    low :math:`|S| \le \lfloor n/3 \rfloor`, mid :math:`\le \lfloor 2n/3 \rfloor`, high above
+    (``size`` and ``n`` broadcast).
+
+    Examples
+    --------
+    >>> order_band(np.arange(1, 7), 6).tolist()
+    ['low', 'low', 'mid', 'mid', 'high', 'high']
+    """
+    k, n = np.asarray(size), np.asarray(n)
     lo, hi = n // 3, (2 * n) // 3
-    band = {"low": k <= lo, "mid": (k > lo) & (k <= hi), "high": k > hi}[order]
-    return inside & band
+    return np.where(k <= lo, "low", np.where(k <= hi, "mid", "high"))
 
 
 def template_pairs(n_templates: int) -> tuple[np.ndarray, np.ndarray]:

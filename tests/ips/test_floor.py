@@ -61,3 +61,11 @@ def test_floor_test_separates_signal_from_noise():
     assert table["exceeds"].all() and (table["effect_size"] > 1).all()
     same = floor_test(per_sample, per_sample.expand_dims(template=["t"]), n_perm=199, n_boot=200)
     assert (same["diff"] == 0).all() and not same["exceeds"].any()
+
+
+def test_unknown_orders_are_refused():
+    ds = synthetic_run(n_samples=2, n_vars=(3,), seed=0)
+    with pytest.raises(ValueError, match="Use some of"):
+        run_floor(ds, 0.05, orders=("all", "lowest"))
+    with pytest.raises(ValueError, match="order"):
+        floor_between(_games(), _games(), order="lowest")
