@@ -8,7 +8,9 @@ Keys
 ==================  =========================================================================
 ``store``           path of the zarr store to write (required)
 ``models``          list of models: packaged short names (``smollm2-135m-instruct``), names
-                    of the model table (``data/models.csv``), hub ids, folders or GGUF files
+                    of the model table (``data/models.csv``), hub ids, folders or GGUF files,
+                    or served models ``{name, base_url, model, tokenizer[, endpoints, ...]}``
+                    (:mod:`psens.models.served`)
 ``dataset``         ``arc-challenge``, ``arc-easy``, ``mmlu[:subject]``, ``commonsenseqa``,
                     ``boolq``, ``squad``, ``dolly``
 ``split``           dataset split (default: the dataset's default)
@@ -64,7 +66,7 @@ class RunConfig:
     """A run's configuration (see the module docstring for every key)."""
 
     store: str
-    models: list[str]
+    models: list[str | dict[str, Any]]
     dataset: str
     split: str | None = None
     dataset_path: str | None = None
@@ -131,7 +133,11 @@ class RunConfig:
         from psens.interactions import SolverSettings
 
         self._check_types()
-        if len(set(self.models)) != len(self.models):
+        for m in self.models:  # served-model entries: keys and types first
+            if _served(m):
+                _check_model(m)
+        names = self.model_names
+        if len(set(names)) != len(names):
             fail(WHERE, "'models' lists a model twice", "Remove the duplicate")
         names = self.template_names
         _check_unique(names, "templates")
@@ -198,7 +204,7 @@ class RunConfig:
                     f"cache_dir = {self.cache_dir!r} is a file, not a folder",
                     "Point cache_dir at a folder (it is created if missing)",
                 )
-        unknown_overrides = set(self.mask_tokens) - set(self.models)
+        unknown_overrides = set(self.mask_tokens) - set(names)
         if unknown_overrides:
             fail(
                 WHERE,
@@ -206,7 +212,8 @@ class RunConfig:
                 "Key the overrides by the names used in 'models'",
             )
         for m in self.models:
-            _check_model(m)
+            if not _served(m):
+                _check_model(m)
 
     def _check_types(self) -> None:
         """Refuse a value of the wrong type, naming its key (``dataset = 7``, ``seed = "abc"``,
@@ -225,12 +232,13 @@ class RunConfig:
         if (
             not isinstance(self.models, list | tuple)
             or not self.models
-            or not all(isinstance(m, str) and m.strip() for m in self.models)
+            or not all((isinstance(m, str) and m.strip()) or _served(m) for m in self.models)
         ):
             fail(
                 WHERE,
-                f"'models' must be a non-empty list of names, got {self.models!r}",
-                'Write models = ["name", ...]',
+                f"'models' must be a non-empty list of names or served-model tables, got "
+                f"{self.models!r}",
+                'Write models = ["name", {name = "...", base_url = "http://...", ...}]',
             )
         if isinstance(self.samples, list | tuple):
             if not self.samples:
@@ -271,14 +279,25 @@ class RunConfig:
 
     # ----------------------------------------------------------------- identity
 
+    @property
+    def model_names(self) -> list[str]:
+        """The models' names in the store (a served model's ``name``)."""
+        return [str(m["name"]) if _served(m) else m for m in self.models]
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     def fingerprint(self) -> str:
-        """Hash of everything that determines the stored numbers (not scheduler/store/device)."""
+        """Hash of everything that determines the stored numbers (not scheduler/store/device,
+        nor where a served model is served: its endpoints, concurrency and timeouts)."""
+        from psens.models.served import IDENTITY_KEYS
+
         d = self.to_dict()
         for k in ("store", "scheduler", "cache_dir"):
             d.pop(k)
+        d["models"] = [
+            {k: m[k] for k in IDENTITY_KEYS if k in m} if _served(m) else m for m in d["models"]
+        ]
         text = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -337,10 +356,28 @@ def _check_scheduler(scheduler: str) -> None:
         )
 
 
-def _check_model(name: str) -> None:
-    """A model must be packaged, in the model table, a path, or a hub id (org/name)."""
+def _served(entry: Any) -> bool:
+    return isinstance(entry, dict)
+
+
+def _check_model(name: str | dict[str, Any]) -> None:
+    """A model must be packaged, in the model table, a path, or a hub id (org/name); a
+    served model a valid entry whose tokenizer is one of those (no request is made)."""
     from psens.models import lookup, resolve_source
 
+    if _served(name):
+        from psens.models.served import ServedModel
+
+        spec = ServedModel.from_entry(name, WHERE)
+        try:
+            resolve_source(spec.tokenizer)
+        except (ValueError, FileNotFoundError) as exc:
+            fail(
+                WHERE,
+                f"served model {spec.name!r}: unknown tokenizer {spec.tokenizer!r} ({exc})",
+                "Use a packaged name, a folder, a GGUF file or a hub id 'org/model'",
+            )
+        return
     if lookup(name):
         return
     try:

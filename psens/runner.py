@@ -182,7 +182,7 @@ def estimate(plan: Plan) -> dict[str, Any]:
     cfg = plan.cfg
     passes = plan.forward_passes()
     seconds = 0.0
-    for m in cfg.models:
+    for m in cfg.model_names:
         row = lookup(m) or {}
         params = float(row.get("params") or REFERENCE_PARAMS)
         scale = max(1.0, params / REFERENCE_PARAMS)
@@ -320,8 +320,11 @@ def _failed_block(exc: BaseException) -> dict[str, Any]:
 _SCORERS: dict[tuple, Any] = {}
 
 
-def _scorer(cfg: RunConfig, model: str):
-    """Load (once per process) the scorer of ``model`` with the run's settings."""
+def _scorer(cfg: RunConfig, model: str | dict):
+    """Load (once per process) the scorer of ``model`` with the run's settings (a served
+    model's :class:`psens.models.served.ServedScorer`)."""
+    if isinstance(model, dict):
+        return _served_scorer(cfg, model)
     key = (
         model,
         cfg.device,
@@ -352,6 +355,43 @@ def _scorer(cfg: RunConfig, model: str):
             progress=False,
         )
     return _SCORERS[key]
+
+
+def _served_scorer(cfg: RunConfig, entry: dict):
+    from psens.models.served import ServedScorer
+
+    key = ("served", json.dumps(entry, sort_keys=True), cfg.n_vars, cfg.seed, cfg.cache_dir)
+    key += (cfg.mask_tokens.get(entry["name"]),)
+    if key not in _SCORERS:
+        _SCORERS.clear()
+        _SCORERS[key] = ServedScorer(
+            entry,
+            mask_token=cfg.mask_tokens.get(entry["name"]),
+            cache_dir=cfg.cache_dir,
+            n_max=cfg.n_vars,
+            seed=cfg.seed,
+        )
+    return _SCORERS[key]
+
+
+def _served_fingerprint(entry: dict, cache_dir) -> dict[str, Any]:
+    """A served model's fingerprint: its tokenizer's files, the served model name and
+    where it was served (recorded; only the tokenizer files are compared on resume)."""
+    from psens.models.served import ServedModel, tokenizer_fingerprint
+
+    spec = ServedModel.from_entry(entry)
+    return {**tokenizer_fingerprint(spec.tokenizer, cache_dir), **spec.attrs()}
+
+
+def _check_served(cfg: RunConfig) -> None:
+    """Refuse a served model nobody answers at, or whose server gives no prompt
+    log-probabilities, before the store is created."""
+    from psens.models.served import ServedModel, check_reachable
+
+    for m in cfg.models:
+        if isinstance(m, dict):
+            check_reachable(ServedModel.from_entry(m))
+            _scorer(cfg, m).probe()
 
 
 def _work_unit(
@@ -438,7 +478,12 @@ def fingerprints(plan: Plan) -> dict[str, Any]:
         },
         "shots": _digest(shots),
         "prompts": _digest([plan.prompts.ravel().tolist(), plan.targets]),
-        "models": {m: model_fingerprint(m, cfg.cache_dir) for m in cfg.models},
+        "models": {
+            name: _served_fingerprint(m, cfg.cache_dir)
+            if isinstance(m, dict)
+            else model_fingerprint(m, cfg.cache_dir)
+            for name, m in zip(cfg.model_names, cfg.models, strict=True)
+        },
         "solver": {
             k: (v if isinstance(v, int | float | str | bool) or v is None else str(v))
             for k, v in settings.items()
@@ -565,7 +610,7 @@ def _open_or_create(plan: Plan, overwrite: bool):
     return store.create(
         path,
         overwrite=overwrite,
-        models=list(cfg.models),
+        models=cfg.model_names,
         samples=[it.id for it in plan.items],
         templates=plan.templates,
         words=[[str(v) for v in vs] for vs in plan.variables],
@@ -573,7 +618,7 @@ def _open_or_create(plan: Plan, overwrite: bool):
         targets=plan.targets,
         n_max=plan.n_max,
         shots=list(cfg.shots) if cfg.shots else None,
-        model_meta=_model_meta(cfg.models),
+        model_meta=_model_meta(cfg.model_names),
         perturbation=perturb,
         attrs=attrs,
     )
@@ -617,6 +662,7 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
     )
     _check_disk(Path(cfg.store), est["store_bytes"])
     _check_reachable(cfg.scheduler)
+    _check_served(cfg)
     with store.lock(cfg.store, "psens run"):  # held until the last block is written
         resuming = Path(cfg.store).exists() and not overwrite
         ds = _open_or_create(plan, overwrite)
@@ -666,7 +712,8 @@ def _run_serial(cfg: RunConfig, plan: Plan, todo, progress: bool, run_id: str | 
         by_model.setdefault(m, []).append(s)
     for m, samples in tqdm(by_model.items(), desc="models", disable=not progress):
         scorer = _scorer(cfg, cfg.models[m])
-        bar = tqdm(samples, desc=cfg.models[m], unit="sample", disable=not progress, leave=False)
+        name = cfg.model_names[m]
+        bar = tqdm(samples, desc=name, unit="sample", disable=not progress, leave=False)
         for s in bar:
             _run_block(scorer, plan, m, s, run_id)
 

@@ -1,0 +1,381 @@
+"""Served models against a fake server on 127.0.0.1 that runs a tiny local model.
+
+The fake answers in the reply shapes of vLLM (``/v1/completions`` with ``prompt_logprobs``),
+TGI (``/generate`` with ``decoder_input_details``) and llama-cpp-python (text prompts, top-k
+``logprobs``), or as a chat-only API; it can fail its first requests. Values must equal the
+local :class:`psens.models.Scorer` of the same model.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import warnings
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+import psens
+from psens import store
+from psens.models.served import ServedModel, ServedScorer
+from tests.support import EGG, write_tiny_dataset, write_tiny_model
+
+
+class FakeLM:
+    """The tiny model behind the fake server: log-softmax at every position."""
+
+    def __init__(self, folder):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.torch = torch
+        self.tok = AutoTokenizer.from_pretrained(folder)
+        self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+        self.lock = threading.Lock()
+
+    def logprobs(self, ids):
+        with self.lock, self.torch.inference_mode():
+            out = self.model(self.torch.as_tensor([ids])).logits[0].double()
+            return self.torch.log_softmax(out, -1).numpy()  # [pos, vocab]: next-token
+
+    def greedy(self, ids, m):
+        new, first = [], None
+        for _ in range(m):
+            lp = self.logprobs(ids + new)[-1]
+            t = int(np.argmax(lp))
+            first = float(lp[t]) if first is None else first
+            if t == self.tok.eos_token_id:
+                break
+            new.append(t)
+        return new, first
+
+
+class Server:
+    """A fake inference server (kind: "vllm", "tgi", "llama-cpp-python" or "chat")."""
+
+    def __init__(self, lm: FakeLM, kind: str, fail_first: int = 0, fail_status: int = 503):
+        self.lm, self.kind = lm, kind
+        self.fail_left, self.fail_status = fail_first, fail_status
+        self.prompts: list[list[int]] = []  # scored prompts, in arrival order
+        self.requests = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests += 1
+                if outer.fail_left > 0:
+                    outer.fail_left -= 1
+                    return self.reply(outer.fail_status, {"error": "overloaded"})
+                status, data = outer.answer(self.path, body)
+                self.reply(status, data)
+
+            def do_GET(self):
+                self.reply(200, {"data": [{"id": "tiny"}]})
+
+            def reply(self, status, data):
+                raw = json.dumps(data).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    # ---------------------------------------------------------------- reply shapes
+
+    def answer(self, path, body):
+        tok = self.lm.tok
+        if self.kind == "chat" or path.endswith("/chat/completions"):
+            return 404, {"error": "not found"}
+        if self.kind == "vllm" and path == "/v1/completions":
+            ids = body["prompt"]
+            if not isinstance(ids, list):
+                ids = tok(ids)["input_ids"]
+            if body.get("prompt_logprobs") is not None:
+                self.prompts.append(ids)
+                lp = self.lm.logprobs(ids)
+                plp = [None]
+                for pos in range(1, len(ids)):
+                    row = lp[pos - 1]
+                    best = int(np.argmax(row))
+                    entry = {str(ids[pos]): {"logprob": float(row[ids[pos]]), "rank": 2}}
+                    entry[str(best)] = {"logprob": float(row[best]), "rank": 1}
+                    plp.append(entry)
+                return 200, {"choices": [{"text": "x", "prompt_logprobs": plp}]}
+            new, first = self.lm.greedy(ids, body.get("max_tokens", 16))
+            lg = {"token_logprobs": [first] if new else [], "tokens": []}
+            return 200, {"choices": [{"text": tok.decode(new), "logprobs": lg}]}
+        if self.kind == "tgi" and path == "/generate":
+            ids = tok(body["inputs"])["input_ids"]
+            params = body.get("parameters", {})
+            if params.get("decoder_input_details"):
+                self.prompts.append(ids)
+                lp = self.lm.logprobs(ids)
+                prefill = [{"id": ids[0], "text": "", "logprob": None}] + [
+                    {"id": t, "text": "", "logprob": float(lp[p - 1][t])}
+                    for p, t in enumerate(ids)
+                    if p > 0
+                ]
+                return 200, {"generated_text": "x", "details": {"prefill": prefill}}
+            new, first = self.lm.greedy(ids, params.get("max_new_tokens", 16))
+            toks = [{"id": t, "logprob": first if i == 0 else -1.0} for i, t in enumerate(new)]
+            return 200, {"generated_text": tok.decode(new), "details": {"tokens": toks}}
+        if self.kind == "llama-cpp-python" and path == "/v1/completions":
+            if not isinstance(body["prompt"], str):
+                return 422, {"detail": "prompt: Input should be a valid string"}
+            ids = tok(body["prompt"])["input_ids"]
+            usage = {"prompt_tokens": len(ids)}
+            if body.get("max_tokens") == 1 and body.get("logprobs"):
+                self.prompts.append(ids)
+                row = self.lm.logprobs(ids)[-1]
+                top = np.argsort(-row)[: body["logprobs"]]
+                dist = {tok.decode([int(t)]): float(row[t]) for t in top}
+                lg = {"token_logprobs": [float(row[top[0]])], "top_logprobs": [dist]}
+                return 200, {"choices": [{"text": "", "logprobs": lg}], "usage": usage}
+            new, first = self.lm.greedy(ids, body.get("max_tokens", 16))
+            lg = {"token_logprobs": [first] if new else []}
+            return 200, {"choices": [{"text": tok.decode(new), "logprobs": lg}], "usage": usage}
+        return 404, {"detail": "Not Found"}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    d = tmp_path_factory.mktemp("served")
+    folder = write_tiny_model(d / "model")
+    return {"model": folder, "lm": FakeLM(folder), "data": write_tiny_dataset(d / "data.jsonl")}
+
+
+@pytest.fixture(scope="module")
+def local(tiny):
+    return psens.models.load(str(tiny["model"]), n_max=4, seed=0, progress=False)
+
+
+@pytest.fixture
+def server(tiny):
+    made = []
+
+    def make(kind, **kw):
+        s = Server(tiny["lm"], kind, **kw)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.close()
+
+
+def _entry(tiny, *servers, **extra):
+    return {
+        "name": "tiny-served",
+        "base_url": servers[0].url,
+        "model": "tiny",
+        "tokenizer": str(tiny["model"]),
+        "endpoints": [s.url for s in servers],
+        **extra,
+    }
+
+
+def _check_equal(scorer, local, n=4):
+    words = psens.prompts.variables(EGG, n_max=n, seed=0)
+    masks = np.arange(1 << len(words))
+    for template in ("ips1", "ips4"):
+        got = scorer.value(EGG, template, masks, variables=words)
+        want = local.value(EGG, template, masks, variables=words, method="naive")
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    return words
+
+
+@pytest.mark.parametrize(("kind", "mode"), [("vllm", "prompt_logprobs"), ("tgi", "tgi")])
+def test_reply_shapes_give_the_local_scorers_values(tiny, local, server, kind, mode):
+    srv = server(kind)
+    scorer = ServedScorer(_entry(tiny, srv), n_max=4)
+    assert scorer.mode == mode
+    assert scorer.mask == local.mask
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _check_equal(scorer, local)
+    assert any("no token ids" in str(w.message) for w in caught) == (kind == "tgi")
+    # sent in prefix-tree order: sorted token rows (one template's 16 masks, then the next)
+    first = srv.prompts[:16]
+    assert first == sorted(first) and len({tuple(p) for p in first}) == 16
+    # predictions: option probabilities from the same requests, like the local scorer's
+    got, want = scorer.predict(EGG, "ips1"), local.predict(EGG, "ips1")
+    assert got.choice == want.choice and got.text == want.text
+    assert got.p_target == pytest.approx(want.p_target, rel=1e-5)
+    for label, p in want.option_probs.items():
+        assert got.option_probs[label] == pytest.approx(p, rel=1e-5)
+    if kind == "vllm":  # the top-1 of the answer position
+        assert got.confidence == pytest.approx(want.confidence, rel=1e-5)
+    assert np.isnan(got.hidden).all()
+
+
+def test_text_only_server_uses_top_logprobs(tiny, local, server):
+    srv = server("llama-cpp-python")
+    scorer = ServedScorer(_entry(tiny, srv, top_logprobs=3), n_max=4)
+    assert scorer.mode == "next" and not scorer.probe()[0].ids
+    with pytest.warns(UserWarning, match="sent as text"):
+        _check_equal(scorer, local)
+    # the answer is often outside the top 3: asked again over the whole vocabulary
+    asked = [len(p) for p in srv.prompts]
+    assert len(asked) > 2 * 16
+
+
+def test_chat_only_server_is_refused(tiny, server):
+    srv = server("chat")
+    scorer = ServedScorer(_entry(tiny, srv), n_max=4)
+    with pytest.raises(RuntimeError, match=r"prompt log-probabilities.*chat-only"):
+        scorer.probe()
+
+
+def test_retries_then_the_same_values(tiny, local, server):
+    srv = server("vllm")
+    scorer = ServedScorer(_entry(tiny, srv, max_retries=3), n_max=4)
+    scorer.probe()
+    srv.fail_left = 2  # the next two requests get HTTP 503
+    _check_equal(scorer, local)
+    assert scorer.n_requests >= srv.requests - 1  # the failures were asked again
+
+
+def test_a_failed_request_raises_and_is_not_cached(tiny, server):
+    srv = server("vllm")
+    scorer = ServedScorer(_entry(tiny, srv, max_retries=1, timeout=5), n_max=4)
+    scorer.probe()
+    srv.fail_left = 10**6
+    with pytest.raises(RuntimeError, match="HTTP 503"):
+        scorer.value(EGG, "ips1", [0, 1])
+    assert len(scorer.cache) == 0
+    srv.fail_left = 0
+    assert np.isfinite(scorer.value(EGG, "ips1", [0, 1])).all()
+
+
+def test_two_endpoints_equal_one(tiny, local, server):
+    a, b = server("vllm"), server("vllm")
+    scorer = ServedScorer(_entry(tiny, a, b, concurrency=2), n_max=4)
+    _check_equal(scorer, local)
+    assert a.prompts and b.prompts  # both servers were used
+
+
+def test_entry_is_checked_before_any_request(tiny):
+    good = {"name": "x", "base_url": "http://127.0.0.1:9/v1", "model": "m", "tokenizer": "t"}
+    ServedModel.from_entry(good)
+    for bad, match in [
+        ({**good, "tokenizer": None}, "'tokenizer'"),
+        ({**good, "base_url": "127.0.0.1:8000"}, "not an http"),
+        ({**good, "port": 1}, "unknown key"),
+        ({**good, "endpoints": "http://a/v1"}, "endpoints"),
+        ({**good, "concurrency": 0}, "concurrency"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            ServedModel.from_entry(bad)
+
+
+def _run_config(tiny, path, models, **extra):
+    return {
+        "store": str(path),
+        "models": models,
+        "dataset": "arc-challenge",
+        "dataset_path": str(tiny["data"]),
+        "samples": 2,
+        "templates": ["ips1", "ips4"],
+        "n_vars": 4,
+        "solver": "exact",
+        "threads": 1,
+        "generate": False,
+        **extra,
+    }
+
+
+def test_run_with_a_served_model_reads_like_a_local_run(tiny, server, tmp_path):
+    srv = server("vllm")
+    entry = _entry(tiny, srv)
+    toml = tmp_path / "cfg.toml"
+    toml.write_text(
+        f'store = "{tmp_path / "served.zarr"}"\n'
+        f'models = [{{name = "tiny-served", base_url = "{srv.url}", model = "tiny", '
+        f'tokenizer = "{tiny["model"]}"}}]\n'
+        f'dataset = "arc-challenge"\ndataset_path = "{tiny["data"]}"\nsamples = 2\n'
+        'templates = ["ips1", "ips4"]\nn_vars = 4\nsolver = "exact"\nthreads = 1\n'
+        "generate = false\n"
+    )
+    served = psens.run(toml, progress=False, quiet=True)
+    local = psens.run(
+        _run_config(tiny, tmp_path / "local.zarr", [str(tiny["model"])]), progress=False, quiet=True
+    )
+    assert list(served.model.values) == ["tiny-served"]
+    assert (served.status.values == store.DONE).all()
+    np.testing.assert_allclose(served.v.values, local.v.values, atol=1e-5)
+    np.testing.assert_array_equal(served.prediction.values, local.prediction.values)
+    ds = psens.open_run(tmp_path / "served.zarr", verify=True)
+    fp = ds.attrs["fingerprints"]
+    fp = json.loads(fp) if isinstance(fp, str) else fp
+    rec = fp["models"]["tiny-served"]
+    assert rec["kind"] == "served" and rec["base_url"] == srv.url and rec["files"]
+    per_sample = psens.ips.ips(ds, tau=0.1)
+    assert np.isfinite(per_sample.values).any()
+    from psens.widgets import OrderIPS
+
+    OrderIPS(ds)
+    # a resume against a replica on another port is the same run (endpoints are not identity)
+    other = server("vllm")
+    moved = {**entry, "base_url": other.url, "endpoints": [other.url]}
+    again = psens.run(
+        _run_config(tiny, tmp_path / "served.zarr", [moved]), progress=False, quiet=True
+    )
+    np.testing.assert_array_equal(again.v.values, served.v.values)
+    assert len(other.prompts) == 1  # the probe: no block was scored again
+
+
+def test_failed_requests_make_failed_blocks(tiny, server, tmp_path):
+    srv = server("vllm")
+    entry = _entry(tiny, srv, max_retries=0, timeout=5)
+    cfg = _run_config(tiny, tmp_path / "r.zarr", [entry])
+    from psens.models import served as served_mod
+    from psens.runner import _SCORERS
+
+    _SCORERS.clear()
+    scorer = psens.runner._scorer(psens.config.RunConfig.from_dict(cfg), entry)
+    scorer.probe()
+    srv.fail_left = 10**6
+    ds = psens.run(cfg, progress=False, quiet=True)
+    assert (ds.status.values == store.FAILED).all()
+    assert "HTTP 503" in str(ds.error.values[0, 0])
+    assert np.isnan(ds.v.values).all()
+    srv.fail_left = 0
+    ds = psens.run(cfg, progress=False, quiet=True)  # the next start retries them
+    assert (ds.status.values == store.DONE).all()
+    assert served_mod.ServedError.__mro__[1] is RuntimeError
+
+
+def test_unreachable_server_is_refused_before_the_store(tiny, tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nobody listens there
+    entry = {
+        "name": "gone",
+        "base_url": f"http://127.0.0.1:{port}/v1",
+        "model": "m",
+        "tokenizer": str(tiny["model"]),
+    }
+    cfg = _run_config(tiny, tmp_path / "gone.zarr", [entry])
+    with pytest.raises(ValueError, match="does not answer"):
+        psens.run(cfg, progress=False, quiet=True)
+    assert not (tmp_path / "gone.zarr").exists()
+    with pytest.raises(ValueError, match="'tokenizer'"):
+        psens.run(_run_config(tiny, tmp_path / "x.zarr", [{**entry, "tokenizer": 3}]))
