@@ -55,7 +55,8 @@ class FakeLM:
 
 
 class Server:
-    """A fake inference server (kind: "vllm", "tgi", "llama-cpp-python" or "chat")."""
+    """A fake inference server (kind: "vllm", "tgi", "llama-server", "llama-cpp-python" or
+    "chat")."""
 
     def __init__(self, lm: FakeLM, kind: str, fail_first: int = 0, fail_status: int = 503):
         self.lm, self.kind = lm, kind
@@ -135,6 +136,18 @@ class Server:
             new, first = self.lm.greedy(ids, params.get("max_new_tokens", 16))
             toks = [{"id": t, "logprob": first if i == 0 else -1.0} for i, t in enumerate(new)]
             return 200, {"generated_text": tok.decode(new), "details": {"tokens": toks}}
+        if self.kind == "llama-server" and path == "/completion":
+            ids = body["prompt"]
+            if body.get("n_predict") == 1:
+                self.prompts.append(ids)
+                row = self.lm.logprobs(ids)[-1]
+                top = np.argsort(-row)[: body["n_probs"]]
+                entries = [{"id": int(t), "token": "", "logprob": float(row[t])} for t in top]
+                first = {"id": int(top[0]), "logprob": float(row[top[0]]), "top_logprobs": entries}
+                return 200, {"content": "", "completion_probabilities": [first]}
+            new, first = self.lm.greedy(ids, body["n_predict"])
+            probs = [{"id": t, "logprob": first if i == 0 else -1.0} for i, t in enumerate(new)]
+            return 200, {"content": tok.decode(new), "completion_probabilities": probs}
         if self.kind == "llama-cpp-python" and path == "/v1/completions":
             if not isinstance(body["prompt"], str):
                 return 422, {"detail": "prompt: Input should be a valid string"}
@@ -200,7 +213,10 @@ def _check_equal(scorer, local, n=4):
     return words
 
 
-@pytest.mark.parametrize(("kind", "mode"), [("vllm", "prompt_logprobs"), ("tgi", "tgi")])
+@pytest.mark.parametrize(
+    ("kind", "mode"),
+    [("vllm", "prompt_logprobs"), ("tgi", "tgi"), ("llama-server", "native")],
+)
 def test_reply_shapes_give_the_local_scorers_values(tiny, local, server, kind, mode):
     srv = server(kind)
     scorer = ServedScorer(_entry(tiny, srv), n_max=4)
@@ -211,7 +227,9 @@ def test_reply_shapes_give_the_local_scorers_values(tiny, local, server, kind, m
         _check_equal(scorer, local)
     assert any("no token ids" in str(w.message) for w in caught) == (kind == "tgi")
     # sent in prefix-tree order: sorted token rows (one template's 16 masks, then the next)
-    first = srv.prompts[:16]
+    sent = srv.prompts[1:] if kind == "llama-server" else srv.prompts  # after the probe's
+    sent = [p for i, p in enumerate(sent) if i == 0 or p != sent[i - 1]]  # re-asked: whole vocab
+    first = sent[:16]
     assert first == sorted(first) and len({tuple(p) for p in first}) == 16
     # predictions: option probabilities from the same requests, like the local scorer's
     got, want = scorer.predict(EGG, "ips1"), local.predict(EGG, "ips1")
@@ -219,7 +237,7 @@ def test_reply_shapes_give_the_local_scorers_values(tiny, local, server, kind, m
     assert got.p_target == pytest.approx(want.p_target, rel=1e-5)
     for label, p in want.option_probs.items():
         assert got.option_probs[label] == pytest.approx(p, rel=1e-5)
-    if kind == "vllm":  # the top-1 of the answer position
+    if kind != "tgi":  # the top-1 of the answer position
         assert got.confidence == pytest.approx(want.confidence, rel=1e-5)
     assert np.isnan(got.hidden).all()
 
