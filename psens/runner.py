@@ -617,6 +617,7 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
     )
     _check_disk(Path(cfg.store), est["store_bytes"])
     _check_reachable(cfg.scheduler)
+    _check_models(cfg)
     with store.lock(cfg.store, "psens run"):  # held until the last block is written
         resuming = Path(cfg.store).exists() and not overwrite
         ds = _open_or_create(plan, overwrite)
@@ -640,6 +641,14 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
     ds = store.open_run(cfg.store)
     say(summarize(ds, wall=time.perf_counter() - start))
     return ds
+
+
+def _check_models(cfg: RunConfig) -> None:
+    """Every model can be found (a mistyped hub id is refused before the store exists)."""
+    from psens.models.loading import check_available
+
+    for m in cfg.models:
+        check_available(m, cfg.cache_dir)
 
 
 def _recompute_damaged(path: str, run_id: str | None, say) -> None:

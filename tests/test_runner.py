@@ -672,3 +672,35 @@ def test_full_disk_ends_with_one_line_and_resumes(assets, tmp_path, monkeypatch,
     monkeypatch.setattr(psens.runner, "_run_block", real)
     assert main(["run", str(cfg), "--no-progress"]) == 0  # space is back: the run resumes
     assert (store.open_run(tmp_path / "r.zarr")["status"].values == store.DONE).all()
+
+
+def test_mistyped_hub_id_is_refused_before_the_store(assets, tmp_path, monkeypatch, capsys):
+    """With the hub off, a hub id with no local copy is refused before the store exists."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    change = {"models": ["HuggingFaceTB/SmolLM2-135M-Instruc"]}
+    _refused(assets, tmp_path, monkeypatch, capsys, change, "not in the local hub cache")
+
+
+def test_hub_answers_no_such_model(assets, tmp_path, monkeypatch, capsys):
+    """With the hub on, its "repository not found" reply is refused by name (the request
+    is answered by a stand-in: tests send no traffic to the hub)."""
+    import huggingface_hub
+    from huggingface_hub.utils import RepositoryNotFoundError
+
+    asked = []
+
+    import importlib
+
+    # the HTTP library huggingface_hub raises through (its HTTPError base class)
+    httpx = importlib.import_module(RepositoryNotFoundError.__mro__[2].__module__)
+    reply = httpx.Response(404, request=httpx.Request("GET", "http://127.0.0.1/api/models/x"))
+
+    def not_found(self, repo_id, **kwargs):
+        asked.append(repo_id)
+        raise RepositoryNotFoundError(f"{repo_id} not found", response=reply)
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", not_found)
+    change = {"models": ["HuggingFaceTB/SmolLM2-135M-Instruc"]}
+    _refused(assets, tmp_path, monkeypatch, capsys, change, "no model .* on the hub")
+    assert asked == ["HuggingFaceTB/SmolLM2-135M-Instruc"]
