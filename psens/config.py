@@ -30,6 +30,10 @@ Keys
 ``generate``        store the greedy generated text (default true), ``max_new_tokens`` (8)
 ``scheduler``       ``None`` (serial), ``"local:N"`` (dask LocalCluster) or ``"tcp://host:port"``
 ``cache_dir``       where GGUF models are converted (default ``~/.cache/psens/models``)
+``noise_floor``     ``false`` (default), ``true`` (= ``"bfloat16"``) or a half-precision dtype
+                    (``"bfloat16"``, ``"float16"``): score every masked prompt a second time
+                    with the model loaded in that dtype and store ``v_floor`` and the measured
+                    noise floor ``floor`` (:func:`psens.ips.floor.noise_floor`)
 ==================  =========================================================================
 """
 
@@ -85,6 +89,7 @@ class RunConfig:
     max_new_tokens: int = 8
     scheduler: str | None = None
     cache_dir: str | None = None
+    noise_floor: bool | str = False
 
     # ----------------------------------------------------------------- construction
 
@@ -190,6 +195,7 @@ class RunConfig:
         _check_device(self.device)
         if self.dtype is not None and self.dtype not in DTYPES:
             fail(WHERE, f"dtype = {self.dtype!r} is not known", f"Use one of {list(DTYPES)}")
+        self._check_noise_floor()
         if self.cache_dir is not None:
             folder = Path(self.cache_dir).expanduser()
             if folder.exists() and not folder.is_dir():
@@ -207,6 +213,35 @@ class RunConfig:
             )
         for m in self.models:
             _check_model(m)
+
+    @property
+    def floor_dtype(self) -> str | None:
+        """The dtype of the noise-floor scoring (``"bfloat16"``, ``"float16"``), or None."""
+        if self.noise_floor is False:
+            return None
+        if self.noise_floor is True:
+            return "bfloat16"
+        return FLOOR_DTYPES.get(self.noise_floor)
+
+    def _check_noise_floor(self) -> None:
+        """``noise_floor`` is false, true or a half-precision dtype other than the run's own."""
+        value = self.noise_floor
+        if not isinstance(value, bool | str) or (
+            isinstance(value, str) and value not in FLOOR_DTYPES
+        ):
+            fail(
+                WHERE,
+                f"noise_floor = {value!r} is not a half-precision dtype",
+                f"Use noise_floor = false, true (bfloat16) or one of {sorted(set(FLOOR_DTYPES))}",
+            )
+        run_dtype = DTYPE_NAMES.get(self.dtype or "float32")
+        if self.floor_dtype is not None and self.floor_dtype == run_dtype:
+            fail(
+                WHERE,
+                f"noise_floor = {value!r} is the run's own dtype ({self.dtype}): the two "
+                "scorings would be the same",
+                "Use another dtype for noise_floor (bfloat16 or float16) or for 'dtype'",
+            )
 
     def _check_types(self) -> None:
         """Refuse a value of the wrong type, naming its key (``dataset = 7``, ``seed = "abc"``,
@@ -279,12 +314,26 @@ class RunConfig:
         d = self.to_dict()
         for k in ("store", "scheduler", "cache_dir"):
             d.pop(k)
+        d.pop("noise_floor")  # absent without a floor: older stores keep their hash
+        if self.floor_dtype is not None:
+            d["noise_floor"] = self.floor_dtype  # true and "bfloat16" are one run
         text = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-#: ``dtype`` values a run accepts (besides None: float32 on CPU)
-DTYPES = ("float32", "fp32", "float16", "fp16", "half", "bfloat16", "bf16")
+#: ``dtype`` values a run accepts (besides None: float32) and their canonical names
+DTYPE_NAMES = {
+    "float32": "float32",
+    "fp32": "float32",
+    "float16": "float16",
+    "fp16": "float16",
+    "half": "float16",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+}
+DTYPES = tuple(DTYPE_NAMES)
+#: ``noise_floor`` dtype names and their canonical names
+FLOOR_DTYPES = {k: v for k, v in DTYPE_NAMES.items() if v != "float32"}
 #: ``device`` kinds a run accepts (optionally with an index, ``cuda:1``)
 DEVICES = ("cpu", "cuda", "mps")
 

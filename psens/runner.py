@@ -23,6 +23,10 @@ matching and written to its own zarr chunks with ``status = done`` last.
   was started over with ``overwrite``.
 * **Failures.** An exception while scoring a block is recorded (``status = failed``, the
   error text and NaN values) and the run goes on; the next start retries failed blocks.
+* **Noise floor.** With ``noise_floor`` set, every block's masked prompts are scored a
+  second time by the same model loaded in half precision (both models stay loaded, no
+  more), stored as ``v_floor``, and the IPS between the two scorings is stored per order
+  band as ``floor`` (:func:`psens.ips.floor.floor_bands`).
 * **Distributed.** ``scheduler = "local:N"`` runs the blocks on a dask.distributed
   LocalCluster of N single-threaded worker processes; ``"tcp://host:port"`` on an existing
   cluster (one worker per GPU on GPU machines). Workers write their own zarr regions; the
@@ -168,8 +172,10 @@ class Plan:
         return len(self.cfg.models) * len(self.items)
 
     def forward_passes(self) -> int:
+        """Masked prompts scored, the noise floor's second scoring included."""
         per = sum(1 << len(vs) for vs in self.variables)
-        return len(self.cfg.models) * per * len(self.templates) * len(self.shot_keys)
+        scorings = 2 if self.cfg.floor_dtype else 1
+        return len(self.cfg.models) * per * len(self.templates) * len(self.shot_keys) * scorings
 
 
 # ----------------------------------------------------------------------------- estimate
@@ -188,9 +194,11 @@ def estimate(plan: Plan) -> dict[str, Any]:
         scale = max(1.0, params / REFERENCE_PARAMS)
         share = passes / len(cfg.models)
         predictions = len(plan.items) * len(plan.shot_keys) * len(plan.templates)
-        seconds += (share / REFERENCE_RATE + predictions * PREDICT_SECONDS) * scale + LOAD_SECONDS
+        loads = LOAD_SECONDS * (2 if cfg.floor_dtype else 1)
+        seconds += (share / REFERENCE_RATE + predictions * PREDICT_SECONDS) * scale + loads
     cells = len(cfg.models) * len(plan.items) * len(plan.shot_keys) * len(plan.templates)
-    size = cells * (1 << plan.n_max) * 8 * len(store.GAME_VARS) + cells * 200
+    games = len(store.GAME_VARS) + (1 if cfg.floor_dtype else 0)  # v_floor
+    size = cells * (1 << plan.n_max) * 8 * games + cells * 200
     return {"forward_passes": passes, "seconds": seconds, "store_bytes": size}
 
 
@@ -239,8 +247,14 @@ def _hidden_pairs(hidden: np.ndarray, n_templates: int) -> tuple[np.ndarray, np.
     return cos, np.linalg.norm(a - b, axis=-1)
 
 
-def compute_block(scorer, plan: Plan, sample: int) -> dict[str, np.ndarray]:
-    """Score, predict and decompose one sample for one model; returns the block's values."""
+def compute_block(scorer, plan: Plan, sample: int, *, floor_scorer=None) -> dict[str, np.ndarray]:
+    """Score, predict and decompose one sample for one model; returns the block's values.
+
+    With ``floor_scorer`` (the same model in half precision; runs with ``noise_floor``) the
+    masked prompts are scored again into ``v_floor`` and ``floor`` is the IPS between the
+    two scorings per order band (:func:`psens.ips.floor.floor_bands`, the run's solver and
+    τ), ``[shot, template, band]``.
+    """
     from psens.interactions import and_or, reconstruct
 
     cfg = plan.cfg
@@ -255,6 +269,7 @@ def compute_block(scorer, plan: Plan, sample: int) -> dict[str, np.ndarray]:
     correct = np.full((n_h, n_t), np.nan)
     prediction = np.full((n_h, n_t), "", dtype=object)
     generated = np.full((n_h, n_t), "", dtype=object)
+    v_floor = None if floor_scorer is None else np.empty_like(v)
     hidden = None
     for h, k in enumerate(plan.shot_keys):
         shots = plan.shots[k]
@@ -262,6 +277,10 @@ def compute_block(scorer, plan: Plan, sample: int) -> dict[str, np.ndarray]:
             v[h, t] = scorer.value(
                 item, name, masks, shots=shots, variables=variables, progress=False
             )
+            if v_floor is not None:
+                v_floor[h, t] = floor_scorer.value(
+                    item, name, masks, shots=shots, variables=variables, progress=False
+                )
             pred = scorer.predict(
                 item, name, shots=shots, generate=cfg.generate, max_new_tokens=cfg.max_new_tokens
             )
@@ -302,6 +321,18 @@ def compute_block(scorer, plan: Plan, sample: int) -> dict[str, np.ndarray]:
         "matching_error": np.float64(err),
         "error": np.asarray("", dtype=object),
     }
+    if v_floor is not None:
+        from psens.ips.floor import floor_bands
+
+        block["v_floor"] = pad(v_floor)
+        block["floor"] = floor_bands(
+            v,
+            v_floor,
+            orders=store.FLOOR_BANDS,
+            solver=cfg.solver,
+            tau=cfg.tau,
+            settings=cfg.solver_settings,
+        )
     if not plan.cfg.shots:  # no shot dim in the store
         block = {
             k: (x[0] if np.ndim(x) >= 1 and k not in ("matching_error", "error") else x)
@@ -320,18 +351,24 @@ def _failed_block(exc: BaseException) -> dict[str, Any]:
 _SCORERS: dict[tuple, Any] = {}
 
 
-def _scorer(cfg: RunConfig, model: str):
-    """Load (once per process) the scorer of ``model`` with the run's settings."""
+def _scorer(cfg: RunConfig, model: str, dtype: str | None = None):
+    """Load (once per process) the scorer of ``model`` with the run's settings (in
+    ``dtype`` instead of the run's: the noise floor's second scorer). A process keeps one
+    model in memory, or two when the second is that model's noise-floor copy."""
+    dtype = cfg.dtype if dtype is None else dtype
     key = (
         model,
         cfg.device,
-        cfg.dtype,
+        dtype,
         cfg.batch_size,
         cfg.n_vars,
         cfg.seed,
         cfg.mask_tokens.get(model),
         cfg.cache_dir,
     )
+    keep = (cfg.dtype, cfg.floor_dtype)  # one model, in up to two dtypes, per process
+    for old in [k for k in _SCORERS if k[:2] + k[3:] != key[:2] + key[3:] or k[2] not in keep]:
+        del _SCORERS[old]
     if key not in _SCORERS:
         from psens import models
 
@@ -339,10 +376,9 @@ def _scorer(cfg: RunConfig, model: str):
             import torch
 
             torch.set_num_threads(cfg.threads)
-        _SCORERS.clear()  # keep one model in memory per process
         _SCORERS[key] = models.load(
             model,  # a path is that path; a table name resolves to its hub id
-            dtype=cfg.dtype,
+            dtype=dtype,
             device=cfg.device,
             mask_token=cfg.mask_tokens.get(model),
             cache_dir=cfg.cache_dir,
@@ -354,6 +390,12 @@ def _scorer(cfg: RunConfig, model: str):
     return _SCORERS[key]
 
 
+def _scorers(cfg: RunConfig, model: str) -> tuple[Any, Any]:
+    """The scorer of ``model`` and its noise-floor scorer (None without ``noise_floor``)."""
+    main = _scorer(cfg, model)
+    return main, (_scorer(cfg, model, cfg.floor_dtype) if cfg.floor_dtype else None)
+
+
 def _work_unit(
     cfg_dict: dict, model_index: int, samples: Sequence[int], run_id: str | None = None
 ) -> list[int]:
@@ -361,15 +403,18 @@ def _work_unit(
     the store's run id is no longer ``run_id``: the run was started over meanwhile)."""
     cfg = RunConfig.from_dict(cfg_dict)
     plan = Plan(cfg)
-    scorer = _scorer(cfg, cfg.models[model_index])
+    scorer, floor_scorer = _scorers(cfg, cfg.models[model_index])
     for s in samples:
-        _run_block(scorer, plan, model_index, s, run_id)
+        _run_block(scorer, plan, model_index, s, run_id, floor_scorer)
     return list(samples)
 
 
-def _run_block(scorer, plan: Plan, m: int, s: int, run_id: str | None = None) -> bool:
+def _run_block(
+    scorer, plan: Plan, m: int, s: int, run_id: str | None = None, floor_scorer=None
+) -> bool:
     try:
-        block = compute_block(scorer, plan, s)
+        extra = {} if floor_scorer is None else {"floor_scorer": floor_scorer}
+        block = compute_block(scorer, plan, s, **extra)
         block["status"] = store.DONE
     except Exception as exc:  # recorded, never silently wrong
         block = _failed_block(exc)
@@ -576,6 +621,7 @@ def _open_or_create(plan: Plan, overwrite: bool):
         model_meta=_model_meta(cfg.models),
         perturbation=perturb,
         attrs=attrs,
+        noise_floor=cfg.floor_dtype,
     )
 
 
@@ -674,10 +720,10 @@ def _run_serial(cfg: RunConfig, plan: Plan, todo, progress: bool, run_id: str | 
     for m, s in todo:
         by_model.setdefault(m, []).append(s)
     for m, samples in tqdm(by_model.items(), desc="models", disable=not progress):
-        scorer = _scorer(cfg, cfg.models[m])
+        scorer, floor_scorer = _scorers(cfg, cfg.models[m])
         bar = tqdm(samples, desc=cfg.models[m], unit="sample", disable=not progress, leave=False)
         for s in bar:
-            _run_block(scorer, plan, m, s, run_id)
+            _run_block(scorer, plan, m, s, run_id, floor_scorer)
 
 
 def _run_dask(cfg: RunConfig, todo, progress: bool, run_id: str | None) -> None:

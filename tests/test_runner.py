@@ -128,6 +128,10 @@ def test_stored_values_match_direct_scoring(serial_run, assets):
         ({"n_vars": 40}, "n_vars"),
         ({"tau": 1.5}, "tau"),
         ({"scheduler": "threads"}, "scheduler"),
+        ({"noise_floor": "float64"}, "noise_floor = 'float64' is not a half-precision dtype"),
+        ({"noise_floor": "fp32"}, "noise_floor = 'fp32' is not a half-precision dtype"),
+        ({"noise_floor": 1}, "noise_floor = 1 is not"),
+        ({"noise_floor": True, "dtype": "bf16"}, "noise_floor = True is the run's own dtype"),
     ],
 )
 def test_bad_config_fails_before_loading_a_model(
@@ -170,6 +174,16 @@ def test_resume_after_sigkill_is_identical(assets, tmp_path):
     )
     out = tmp_path / "run.zarr"
     cfg = _toml(_config(assets, out, **extra), tmp_path / "cfg.toml")
+    _kill_after_first_block(cfg, out)
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    assert_run_equal(
+        _without_config(store.open_run(out)), _without_config(store.open_run(reference))
+    )
+
+
+def _kill_after_first_block(cfg: Path, out: Path) -> None:
+    """Start ``psens run cfg`` in a subprocess and SIGKILL it once a block is done (and
+    before the last one is)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "psens.cli", "run", str(cfg), "--no-progress"],
@@ -197,10 +211,6 @@ def test_resume_after_sigkill_is_identical(assets, tmp_path):
             proc.kill()
     partial = store.open_run(out).status.values
     assert 1 <= (partial == store.DONE).sum() < partial.size  # killed mid-run
-    assert main(["run", str(cfg), "--no-progress"]) == 0
-    assert_run_equal(
-        _without_config(store.open_run(out)), _without_config(store.open_run(reference))
-    )
 
 
 def test_existing_store_with_other_config_is_refused(assets, tmp_path, capsys):
@@ -704,3 +714,120 @@ def test_hub_answers_no_such_model(assets, tmp_path, monkeypatch, capsys):
     change = {"models": ["HuggingFaceTB/SmolLM2-135M-Instruc"]}
     _refused(assets, tmp_path, monkeypatch, capsys, change, "no model .* on the hub")
     assert asked == ["HuggingFaceTB/SmolLM2-135M-Instruc"]
+
+
+# ----------------------------------------------------------------------------- noise floor
+
+FLOOR = {"samples": 6, "n_vars": 5, "noise_floor": True}
+
+
+@pytest.fixture(scope="module")
+def floor_run(assets, tmp_path_factory):
+    out = tmp_path_factory.mktemp("floor") / "run.zarr"
+    cfg = _toml(_config(assets, out, **FLOOR), out.parent / "cfg.toml")
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    return store.open_run(out)
+
+
+def test_noise_floor_run_stores_both_scorings_and_their_floor(floor_run):
+    from psens.interactions import and_or
+    from psens.ips.floor import floor_between
+    from tests.support import ips_ref
+
+    ds = floor_run.load()
+    assert ds.attrs["noise_floor"] == "bfloat16"
+    assert (ds.status.values == store.DONE).all()
+    assert ds["floor"].dims == ("model", "sample", "template", "band")
+    assert list(ds["band"].values) == ["all", "low", "mid", "high"]
+    assert ds["order"].dims == ("subset",)  # the popcount coordinate is untouched
+    fl = ds["floor"].values
+    assert np.isfinite(fl[..., 0]).all()  # a band without salient interactions is NaN
+    assert np.isfinite(fl).mean() > 0.9 and (fl[np.isfinite(fl)] >= 0).all()
+    assert (fl[np.isfinite(fl)] <= 2).all() and (fl[..., 0] > 0).all()
+    for s, n in enumerate(ds.n_vars.values):
+        v = ds.v.values[0, s, :, : 1 << n]
+        w = ds.v_floor.values[0, s, :, : 1 << n]
+        assert np.isnan(ds.v_floor.values[0, s, :, 1 << n :]).all()
+        np.testing.assert_allclose(w, v, atol=1.0)  # the same model, rounded differently
+        assert not np.array_equal(w, v) and np.abs(w - v).mean() < 0.2
+        for b, band in enumerate(ds["band"].values):
+            again = floor_between(v, w, solver="exact", tau=0.1, order=str(band))
+            np.testing.assert_allclose(fl[0, s, :, b], again, rtol=1e-12)
+    # eq. 3 with the two scorings as the two templates, by the literal reference
+    n = int(ds.n_vars.values[0])
+    v, w = ds.v.values[0, 0, 2, : 1 << n], ds.v_floor.values[0, 0, 2, : 1 << n]
+    res = and_or(np.stack([v, w]), "exact")
+    assert fl[0, 0, 2, 0] == pytest.approx(ips_ref(res.I_and, res.I_or, 0.1), rel=1e-12)
+    assert fl[0, 0, 2, 1] == pytest.approx(ips_ref(res.I_and, res.I_or, 0.1, "low"), rel=1e-12)
+
+
+def test_noise_floor_gives_the_measured_floor_else_the_jitter_floor(floor_run, serial_run):
+    from psens.ips import sample_ips
+    from psens.ips.floor import floor_test, noise_floor
+
+    measured = noise_floor(floor_run)
+    assert measured.attrs["kind"] == "measured" and measured.attrs["dtype"] == "bfloat16"
+    assert measured.dims == ("model", "sample", "template", "order")
+    np.testing.assert_array_equal(measured.values, floor_run["floor"].values)
+    low = noise_floor(floor_run, orders=("low",))
+    np.testing.assert_array_equal(low.values[..., 0], floor_run["floor"].values[..., 1])
+    jitter = noise_floor(floor_run, kind="jitter", sigma=0.05)
+    assert jitter.attrs["kind"] == "jitter" and jitter.dims == measured.dims
+    assert noise_floor(serial_run).attrs["kind"] == "jitter"  # a run scored once
+    with pytest.raises(ValueError, match="no measured floor"):
+        noise_floor(serial_run, kind="measured")
+    table = floor_test(sample_ips(floor_run, 0.1), measured, n_perm=99, n_boot=100)
+    assert (table["floor_kind"] == "measured").all() and (table["n"] == 6).all()
+    assert table["floor"].iloc[0] == pytest.approx(np.nanmean(measured.sel(order="all").values))
+
+
+def test_noise_floor_resume_after_sigkill_is_identical(assets, tmp_path, floor_run):
+    out = tmp_path / "run.zarr"
+    cfg = _toml(_config(assets, out, **FLOOR), tmp_path / "cfg.toml")
+    _kill_after_first_block(cfg, out)
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    assert_run_equal(_without_config(store.open_run(out)), _without_config(floor_run))
+
+
+def test_noise_floor_chunks_are_checksummed(assets, tmp_path, floor_run, capsys):
+    import json
+    import shutil
+
+    out = tmp_path / "run.zarr"
+    shutil.copytree(json.loads(floor_run.attrs["config"])["store"], out)
+    tamper(chunk_file(out, "floor", 0, 1), "flip")
+    tamper(chunk_file(out, "v_floor", 0, 4), "flip")
+    found = store.verify(out)
+    assert found.damaged_index == [(0, 1), (0, 4)]
+    assert "floor: values changed" in found.damaged[0][2]
+    assert "v_floor" in found.damaged[1][2]
+    assert main(["verify", str(out)]) == 1
+    cfg = _toml(_config(assets, out, **FLOOR), tmp_path / "c.toml")
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    assert "2 damaged blocks" in capsys.readouterr().err
+    assert_run_equal(_without_config(store.open_run(out)), _without_config(floor_run))
+
+
+def test_noise_floor_config_estimate_and_scorers(assets, tmp_path):
+    import torch
+
+    import psens.runner
+    from psens.config import RunConfig
+    from psens.runner import Plan, _scorers, estimate
+
+    def cfg(**extra):
+        return RunConfig.from_any(_config(assets, tmp_path / "r.zarr", **extra))
+
+    once, twice = estimate(Plan(cfg())), estimate(Plan(cfg(noise_floor="bf16")))
+    assert twice["forward_passes"] == 2 * once["forward_passes"]
+    assert twice["seconds"] > once["seconds"] and twice["store_bytes"] > once["store_bytes"]
+    # true is bfloat16: one run, one fingerprint; another dtype is another run
+    assert cfg(noise_floor=True).fingerprint() == cfg(noise_floor="bfloat16").fingerprint()
+    assert cfg(noise_floor="float16").fingerprint() != cfg(noise_floor=True).fingerprint()
+    assert cfg(noise_floor=False).fingerprint() != cfg(noise_floor=True).fingerprint()
+    assert cfg(noise_floor=False).floor_dtype is None
+    # the two scorers of a model stay loaded together, and only they
+    main_scorer, floor_scorer = _scorers(cfg(noise_floor="half"), str(assets["model"]))
+    assert main_scorer.dtype == torch.float32 and floor_scorer.dtype == torch.float16
+    assert _scorers(cfg(), str(assets["model"]))[1] is None
+    assert len(psens.runner._SCORERS) == 1  # the float16 copy is gone

@@ -15,10 +15,14 @@ scorings and :math:`\Omega_{union}` the union of their salient sets. A template 
 not exceed the floor says nothing about the model.
 
 * :func:`floor_between` — the floor of two given scorings ``v_a``, ``v_b``;
+  :func:`floor_bands` the same for several order bands at once (one decomposition);
 * :func:`jitter_floor` — the floor of ``v`` against ``v`` plus Gaussian noise of a given
   :math:`\sigma` (for runs that were scored once; :data:`PRECISION_SIGMA` holds measured
   :math:`\sigma` of half-precision scoring);
 * :func:`run_floor` — the jitter floor of every (model, sample, template) of a run;
+* :func:`noise_floor` — a run's floor: the *measured* one when the run scored every prompt
+  twice (config ``noise_floor``: float32 and half precision, stored as ``floor``), else the
+  jitter floor; ``attrs["kind"]`` says which;
 * :func:`floor_test` — per model, whether template IPS exceeds the floor: a paired
   sign-flip permutation test over samples, the mean difference with its bootstrap CI and the
   paired effect size :math:`d_z = \overline{\Delta} / s_\Delta`.
@@ -40,7 +44,15 @@ import numpy as np
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.ips.metric import ORDER_LEVELS, ips, nanmean
 
-__all__ = ["PRECISION_SIGMA", "floor_between", "floor_test", "jitter_floor", "run_floor"]
+__all__ = [
+    "PRECISION_SIGMA",
+    "floor_bands",
+    "floor_between",
+    "floor_test",
+    "jitter_floor",
+    "noise_floor",
+    "run_floor",
+]
 
 #: Mean absolute change of v (log-odds) when SmolLM2-135M-Instruct scores ARC prompts in half
 #: precision instead of float32 (CPU, n = 8, 2 items × 5 templates; ``make bench`` measures
@@ -94,12 +106,37 @@ def floor_between(
     settings : dict, optional
         Extra solver settings (``steps``, ``preset``, ...).
     """
+    band = "all" if order is None else order
+    values = floor_bands(v_a, v_b, orders=[band], solver=solver, tau=tau, settings=settings)
+    return values[..., 0]
+
+
+def floor_bands(
+    v_a: Any,
+    v_b: Any,
+    *,
+    orders: Sequence[str] = ORDER_LEVELS,
+    solver: str = "canonical",
+    tau: float = 0.1,
+    settings: dict | None = None,
+) -> np.ndarray:
+    """:func:`floor_between` for several order bands from one decomposition, ``[..., order]``.
+
+    ``floor_bands(a, b, orders=os)[..., k]`` equals ``floor_between(a, b, order=os[k])``; a
+    run with ``noise_floor`` stores it as ``floor`` (bands ``all, low, mid, high``).
+    """
+    where = "floor_bands"
+    orders = [orders] if isinstance(orders, str) else list(orders)
+    bad = [o for o in orders if o not in ORDER_LEVELS]
+    if bad:  # before any decomposition
+        fail(where, f"orders {bad} are unknown", f"Use some of {ORDER_LEVELS}")
     a, b = np.asarray(v_a, dtype=float), np.asarray(v_b, dtype=float)
     if a.shape != b.shape:
-        fail("floor_between", f"shapes {a.shape} and {b.shape} differ", "Pass two scorings")
-    check_in_interval(tau, "floor_between", "tau", 0.0, 1.0)
+        fail(where, f"shapes {a.shape} and {b.shape} differ", "Pass two scorings")
+    check_in_interval(tau, where, "tau", 0.0, 1.0)
     both = _decompose(np.stack([a, b], axis=-2), solver, settings)
-    return ips(both.I_and, both.I_or, tau=tau, order=_order_arg(order))
+    values = [ips(both.I_and, both.I_or, tau=tau, order=_order_arg(o)) for o in orders]
+    return np.stack(values, axis=-1)
 
 
 def jitter_floor(
@@ -202,6 +239,80 @@ def run_floor(
     )
 
 
+NOISE_FLOOR_KINDS = ("auto", "measured", "jitter")
+
+
+def noise_floor(
+    ds,
+    *,
+    kind: str = "auto",
+    sigma: float | None = None,
+    orders: Sequence[str] = ORDER_LEVELS,
+    draws: int = 1,
+    seed: int = 0,
+):
+    """A run's noise floor: the measured one when the run has it, else the jitter floor.
+
+    A run with the config key ``noise_floor`` scored every masked prompt twice — with the
+    model in float32 and in half precision — and stored the IPS between the two scorings as
+    ``floor`` (the *measured* floor). Other runs get :func:`run_floor` (the *jitter* floor,
+    ``σ`` = ``PRECISION_SIGMA["bfloat16"]`` unless given). Both have the same shape, so
+    :func:`floor_test` and the tables use them the same way.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run (:func:`psens.open_run`).
+    kind : {"auto", "measured", "jitter"}
+        ``"auto"``: measured when stored, else jitter; ``"measured"`` refuses a run without
+        a stored floor; ``"jitter"`` computes the jitter floor even when one is stored.
+    sigma, draws, seed : jitter floor settings (:func:`run_floor`); ``sigma`` is only used
+        for the jitter floor.
+    orders : order bands to return (of ``all, low, mid, high``).
+
+    Returns
+    -------
+    xarray.DataArray
+        ``floor(model, sample, [shot,] template, order)``; pending and failed blocks NaN.
+        ``attrs``: ``kind`` (``"measured"``/``"jitter"``), ``tau``, ``solver``, and
+        ``dtype`` (measured: the second scoring's dtype) or ``sigma`` and ``draws`` (jitter).
+    """
+    where = "noise_floor"
+    if kind not in NOISE_FLOOR_KINDS:
+        fail(where, f"kind = {kind!r}", f"Use one of {NOISE_FLOOR_KINDS}")
+    orders = [orders] if isinstance(orders, str) else list(orders)
+    bad = [o for o in orders if o not in ORDER_LEVELS]
+    if bad:
+        fail(where, f"orders {bad} are unknown", f"Use some of {ORDER_LEVELS}")
+    stored = "floor" in ds.variables and "band" in ds["floor"].dims
+    if kind == "measured" and not stored:
+        fail(
+            where,
+            "the run has no measured floor (no 'floor' variable)",
+            'Run it with noise_floor = true, or use kind="jitter"',
+        )
+    if kind == "jitter" or not stored:
+        sigma = PRECISION_SIGMA["bfloat16"] if sigma is None else sigma
+        out = run_floor(ds, sigma, draws=draws, orders=orders, seed=seed)
+        out.attrs["kind"] = "jitter"
+        return out
+    da = ds["floor"].rename(band="order").sel(order=orders)
+    lead = [d for d in ("model", "sample", "shot") if d in da.dims]
+    da = da.transpose(*lead, "template", "order").load()
+    if "status" in ds.variables:
+        from psens.store import DONE
+
+        da = da.where(ds["status"].load() == DONE).transpose(*lead, "template", "order")
+    da.name = "floor"
+    da.attrs = {
+        "kind": "measured",
+        "dtype": str(ds.attrs.get("noise_floor", "")),
+        "tau": float(ds.attrs.get("tau", 0.1)),
+        "solver": str(ds.attrs.get("solver_method", "canonical")),
+    }
+    return da
+
+
 def floor_test(
     ips_values,
     floor_values,
@@ -214,8 +325,9 @@ def floor_test(
     r"""Per model (and order): does template IPS exceed its noise floor?
 
     ``ips_values`` is per-sample IPS (``psens.ips.sample_ips(ds, orders=...)``: dims
-    ``model, sample, [order]``); ``floor_values`` the floor (:func:`run_floor`), averaged
-    over templates (and shots) to one value per sample. The test is paired over samples:
+    ``model, sample, [order]``); ``floor_values`` the floor (:func:`noise_floor`, measured or
+    jitter, or :func:`run_floor`), averaged over templates (and shots) to one value per
+    sample. The test is paired over samples:
     :math:`\Delta_i = \mathrm{IPS}_i - \mathrm{floor}_i`.
 
     Returns
@@ -224,7 +336,8 @@ def floor_test(
         One row per model [× order]: ``ips``, ``floor``, ``diff`` with ``diff_lo``/``diff_hi``
         (percentile bootstrap), ``effect_size`` (:math:`d_z`), ``p_value`` (two-sided
         sign-flip permutation), ``n`` (paired samples), ``exceeds`` (``p < 1 − ci`` and
-        ``diff > 0``).
+        ``diff > 0``), ``floor_kind`` (``"measured"``, ``"jitter"``; the floor's ``kind``
+        attr, ``""`` when it has none).
     """
     import pandas as pd
     import xarray as xr
@@ -258,4 +371,5 @@ def floor_test(
         index=index,
     ).reset_index()
     frame["exceeds"] = (frame["p_value"] < 1 - ci) & (frame["diff"] > 0)
+    frame["floor_kind"] = str(floor_values.attrs.get("kind", ""))
     return frame
