@@ -192,7 +192,8 @@ def _hub_offline() -> bool:
 def check_available(name_or_path: str | os.PathLike, cache_dir=None, timeout: float = 10.0) -> None:
     """Refuse, before any work, a model that cannot be loaded.
 
-    A path, a packaged model or a hub model with a local copy passes at once. Another
+    A path, an installed packaged model or a hub model with a local copy passes at once
+    (a packaged model whose package is missing is refused with its ``pip`` line). Another
     hub id is looked up on the hub (one metadata request): a mistyped id ("no such
     model"), a gated model or an unreachable hub is refused with what to do; with
     ``HF_HUB_OFFLINE=1`` a hub id without a local copy is refused without a request.
@@ -204,6 +205,15 @@ def check_available(name_or_path: str | os.PathLike, cache_dir=None, timeout: fl
     """
     where = "psens run"
     src = resolve_source(name_or_path, cache_dir)
+    if src["kind"] == "gguf" and src["path"] is None:  # a packaged model: is it installed?
+        info = PACKAGED_MODELS[src["name"]]
+        if package_folder(info["module"]) is None:
+            fail(
+                where,
+                f"model {src['name']!r}: the package holding it is not installed",
+                f"Install it with `{info['pip']}`",
+            )
+        return
     if src["kind"] != "hub":
         return
     hub = str(src["path"])
