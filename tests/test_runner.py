@@ -799,3 +799,80 @@ def test_noise_floor_config_estimate_and_scorers(assets, tmp_path):
     assert main_scorer.dtype == torch.float32 and floor_scorer.dtype == torch.float16
     assert _scorers(cfg(), str(assets["model"]))[1] is None
     assert len(psens.runner._SCORERS) == 1  # the float16 copy is gone
+
+
+# ----------------------------------------------------------------------------- solver lists
+
+
+def test_a_list_of_solvers_stores_each_solvers_interactions(assets, tmp_path, serial_run):
+    from psens.interactions import and_or
+    from psens.ips import ips, select_solver
+
+    out = tmp_path / "run.zarr"
+    ds = run_quiet(_config(assets, out, solver=["exact", "canonical"])).load()
+    assert "solver" not in serial_run.dims  # a string stays a string: no solver dim
+    assert ds["I_and"].dims == ("model", "sample", "solver", "template", "subset")
+    assert ds["v"].dims == ("model", "sample", "template", "subset")
+    assert list(ds["solver"].values) == ["exact", "canonical"]
+    assert ds.attrs["solver_method"] == "exact"
+    # each solver's interactions are those of a run with that solver alone
+    exact = select_solver(ds, "exact")
+    for name in ("I_and", "I_or", "gamma"):
+        np.testing.assert_array_equal(exact[name].values, serial_run[name].values)
+    canonical = select_solver(ds, "canonical")
+    assert canonical.attrs["solver_method"] == "canonical"
+    for s, n in enumerate(ds.n_vars.values):
+        res = and_or(ds.v.values[0, s, :, : 1 << n], "canonical")
+        np.testing.assert_allclose(canonical.I_and.values[0, s, :, : 1 << n], res.I_and)
+    np.testing.assert_array_equal(ips(ds).values, ips(serial_run).values)  # the first
+    np.testing.assert_array_equal(ips(ds, solver="canonical").values, ips(canonical).values)
+    with pytest.raises(ValueError, match="solver='sgd' is not in the run"):
+        ips(ds, solver="sgd")
+    assert store.verify(out).ok
+    assert "IPS" in psens_summary(out)
+
+
+def run_quiet(cfg):
+    from psens.runner import run
+
+    return run(cfg, progress=False, quiet=True)
+
+
+def psens_summary(path):
+    from psens.runner import summarize
+
+    return summarize(store.open_run(path))
+
+
+@pytest.mark.parametrize(
+    ("solver", "match"),
+    [
+        ([], "'solver' must be a solver name or a list"),
+        (["exact", "exact"], "'solver' lists 'exact' twice"),
+        (["exact", "lasso"], "method='lasso' is unknown"),
+        (7, "'solver' must be a solver name or a list"),
+    ],
+)
+def test_bad_solver_lists_are_refused_before_a_model_loads(
+    assets, tmp_path, monkeypatch, capsys, solver, match
+):
+    _refused(assets, tmp_path, monkeypatch, capsys, {"solver": solver}, match, suffix="yaml")
+
+
+def test_a_preset_reaches_only_sgd_in_a_solver_list(assets, tmp_path):
+    from psens.config import RunConfig
+
+    cfg = RunConfig.from_any(
+        _config(
+            assets,
+            tmp_path / "r.zarr",
+            solver=["canonical", "sgd"],
+            solver_settings={"preset": "paper"},
+        )
+    )
+    assert cfg.solvers == ["canonical", "sgd"]
+    assert cfg.settings_for("canonical") == {} and cfg.settings_for("sgd") == {"preset": "paper"}
+    with pytest.raises(ValueError, match="preset"):  # one solver: as before
+        RunConfig.from_any(
+            _config(assets, tmp_path / "r.zarr", solver_settings={"preset": "paper"})
+        )

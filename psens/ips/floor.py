@@ -250,6 +250,7 @@ def noise_floor(
     orders: Sequence[str] = ORDER_LEVELS,
     draws: int = 1,
     seed: int = 0,
+    solver: str | None = None,
 ):
     """A run's noise floor: the measured one when the run has it, else the jitter floor.
 
@@ -269,6 +270,9 @@ def noise_floor(
     sigma, draws, seed : jitter floor settings (:func:`run_floor`); ``sigma`` is only used
         for the jitter floor.
     orders : order bands to return (of ``all, low, mid, high``).
+    solver : str, optional
+        In a run with several solvers: whose floor (default: the first;
+        :func:`psens.ips.select_solver`).
 
     Returns
     -------
@@ -277,7 +281,10 @@ def noise_floor(
         ``attrs``: ``kind`` (``"measured"``/``"jitter"``), ``tau``, ``solver``, and
         ``dtype`` (measured: the second scoring's dtype) or ``sigma`` and ``draws`` (jitter).
     """
+    from psens.ips.metric import select_solver
+
     where = "noise_floor"
+    ds = select_solver(ds, solver)
     if kind not in NOISE_FLOOR_KINDS:
         fail(where, f"kind = {kind!r}", f"Use one of {NOISE_FLOOR_KINDS}")
     orders = [orders] if isinstance(orders, str) else list(orders)
