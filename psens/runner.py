@@ -800,7 +800,31 @@ def summarize(ds, wall: float | None = None) -> str:
             f"output consistency {consistency.iloc[m]:.2f}" + (f"; {note}" if note else "")
         )
     head = "psens run summary" + (f" ({_fmt_time(wall)})" if wall is not None else "") + ":"
-    return "\n".join([head, *lines])
+    return "\n".join([head, *lines, *_floor_lines(ds, per_sample)])
+
+
+def _floor_lines(ds, per_sample) -> list[str]:
+    """The noise floor of each model next to its IPS (measured when the run has it, else
+    jitter) and the paired test of IPS against it (:func:`psens.ips.floor.floor_test`)."""
+    from psens.ips import solver_names
+    from psens.ips.floor import floor_label, floor_test, floor_test_line, noise_floor
+
+    floor = noise_floor(ds)
+    test = floor_test(per_sample, floor).set_index(["model", "order"])
+    solvers = solver_names(ds)
+    which = f"; solver {solvers[0]} of {', '.join(solvers)}" if "solver" in ds.dims else ""
+    lines = [f"noise floor ({floor_label(floor)}{which}):"]
+    for name in ds["model"].values:
+        rows = test.loc[str(name)]
+        parts = [
+            f"{x:.3f}" if math.isfinite(x) else "n/a"
+            for x in (float(rows.loc[o, "floor"]) for o in ("all", "low", "mid", "high"))
+        ]
+        lines.append(
+            f"  {name}: floor {parts[0]} (low {parts[1]}, mid {parts[2]}, high {parts[3]}); "
+            + floor_test_line(rows.loc["all"])
+        )
+    return lines
 
 
 def _blocks_note(pending: int, failed: int) -> str:

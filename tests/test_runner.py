@@ -747,6 +747,25 @@ def test_noise_floor_gives_the_measured_floor_else_the_jitter_floor(floor_run, s
     table = floor_test(sample_ips(floor_run, 0.1), measured, n_perm=99, n_boot=100)
     assert (table["floor_kind"] == "measured").all() and (table["n"] == 6).all()
     assert table["floor"].iloc[0] == pytest.approx(np.nanmean(measured.sel(order="all").values))
+    # at another τ the measured floor is recomputed from the two stored scorings
+    from psens.ips.floor import floor_bands
+
+    other = noise_floor(floor_run, tau=0.2)
+    assert other.attrs["kind"] == "measured" and other.attrs["tau"] == 0.2
+    n = int(floor_run.n_vars.values[3])
+    v = floor_run.v.values[0, 3, :, : 1 << n]
+    w = floor_run.v_floor.values[0, 3, :, : 1 << n]
+    ref = floor_bands(v, w, solver="exact", tau=0.2)
+    np.testing.assert_allclose(other.values[0, 3], ref, rtol=1e-12)
+    assert not np.allclose(other.values, measured.values, equal_nan=True)
+    np.testing.assert_array_equal(noise_floor(floor_run, tau=0.1).values, measured.values)
+    # the summary shows each model's floor next to its IPS, labelled by kind
+    from psens.runner import summarize
+
+    text = summarize(floor_run)
+    assert "noise floor (measured: float32 vs bfloat16 scoring):" in text
+    assert "IPS − floor" in text and "(n = 6)" in text
+    assert "noise floor (jitter: v + N(0, 0.09²), no measured floor" in summarize(serial_run)
 
 
 def test_noise_floor_resume_after_sigkill_is_identical(assets, tmp_path, floor_run):

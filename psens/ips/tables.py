@@ -242,12 +242,13 @@ def order_ips_table(
     meta: pd.DataFrame,
     shot: int | None = None,
     *,
+    floor=None,
     n_boot: int = 1000,
     ci: float = 0.95,
     seed: Any = 0,
 ) -> pd.DataFrame:
     """IPS per model and order band: the mean over samples (NaN skipped) with a bootstrap
-    CI over samples (fig. 4a / 9 / 11).
+    CI over samples (fig. 4a / 9 / 11), and the noise floor next to it when given.
 
     Parameters
     ----------
@@ -257,14 +258,19 @@ def order_ips_table(
         :func:`model_meta`, merged into the rows.
     shot : int, optional
         Shot count of a run with a ``shot`` dim (default: the first).
+    floor : xarray.DataArray, optional
+        The run's noise floor (:func:`psens.ips.floor.noise_floor`, measured or jitter):
+        adds its mean ``floor`` (over templates and samples) and the paired test of IPS
+        against it (:func:`psens.ips.floor.floor_test`): ``diff, diff_lo, diff_hi,
+        effect_size, p_value, exceeds``, ``n_paired`` (its ``n``) and ``floor_kind``.
     n_boot, ci, seed
         Bootstrap resamples, CI level and seed (:mod:`psens.ips.factors.stats`).
 
     Returns
     -------
     DataFrame
-        ``model, order, ips, ips_lo, ips_hi, n_used, n_skipped`` and the model metadata;
-        sorted by model then order.
+        ``model, order, ips, ips_lo, ips_hi, n_used, n_skipped`` [and the floor columns]
+        and the model metadata; sorted by model then order.
     """
     da = at_shot(per_sample, shot).transpose("model", "order", "sample")
     values = np.asarray(da.values, dtype=float)  # [model, order, sample]
@@ -282,6 +288,21 @@ def order_ips_table(
             "n_skipped": (values.shape[-1] - used).ravel(),
         }
     )
+    if floor is not None:
+        from psens.ips.floor import floor_test
+
+        test = floor_test(
+            at_shot(per_sample, shot),
+            at_shot(floor, shot),
+            n_boot=n_boot,
+            n_perm=2 * n_boot,
+            ci=ci,
+            seed=seed,
+        )
+        keep = ["model", "order", "floor", "diff", "diff_lo", "diff_hi", "effect_size"]
+        keep += ["p_value", "exceeds", "n", "floor_kind"]
+        test = test[keep].astype({"model": str, "order": str}).rename(columns={"n": "n_paired"})
+        out = out.merge(test, on=["model", "order"], how="left")
     return out.merge(meta, on="model", how="left")
 
 

@@ -5,35 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-import xarray as xr
 
 from psens.ips import interaction_classes, ips, ips_pairs, sample_ips, select_solver, solver_names
 from psens.ips.tables import class_table, matching_error_table, per_sample_ips
-from psens.synthetic import synthetic_run
-
-
-def _two_solvers():
-    """A run whose 'exact' interactions are those of ``a`` and 'sgd' those of ``b``."""
-    a = synthetic_run(n_samples=4, n_vars=(4,), seed=0)
-    b = synthetic_run(n_samples=4, n_vars=(4,), seed=1)
-    games = ("I_and", "I_or", "gamma")
-    stacked = {
-        k: xr.concat([a[k], b[k]], dim=xr.DataArray(["exact", "sgd"], dims="solver")).transpose(
-            "model", "sample", "solver", "template", "subset"
-        )
-        for k in games
-    }
-    ds = a.drop_vars(games).assign(stacked)
-    ds.attrs["solver_method"] = "exact"
-    ds.attrs["solvers"] = (
-        '{"exact": {"solver_method": "exact"}, "sgd": {"solver_method": "sgd", "solver_steps": 7}}'
-    )
-    b = b.assign(v=a["v"], prediction=a["prediction"])
-    return ds, a, b
+from tests.support import two_solver_run
 
 
 def test_select_solver_picks_one_solver_and_its_settings():
-    ds, a, b = _two_solvers()
+    ds, a, b = two_solver_run()
     assert solver_names(ds) == ["exact", "sgd"] and solver_names(a) == ["canonical"]
     picked = select_solver(ds, "sgd")
     assert "solver" not in picked.dims and "solver" not in picked.coords
@@ -46,7 +25,7 @@ def test_select_solver_picks_one_solver_and_its_settings():
 
 
 def test_readers_take_a_solver_and_default_to_the_first():
-    ds, a, b = _two_solvers()
+    ds, a, b = two_solver_run()
     for other, solver in ((a, None), (a, "exact"), (b, "sgd")):
         np.testing.assert_array_equal(ips(ds, solver=solver).values, ips(other).values)
         np.testing.assert_array_equal(
