@@ -197,7 +197,8 @@ def estimate(plan: Plan) -> dict[str, Any]:
         loads = LOAD_SECONDS * (2 if cfg.floor_dtype else 1)
         seconds += (share / REFERENCE_RATE + predictions * PREDICT_SECONDS) * scale + loads
     cells = len(cfg.models) * len(plan.items) * len(plan.shot_keys) * len(plan.templates)
-    games = len(store.GAME_VARS) + (1 if cfg.floor_dtype else 0)  # v_floor
+    games = 1 + (len(store.GAME_VARS) - 1) * len(cfg.solvers)  # v, and each solver's split
+    games += 1 if cfg.floor_dtype else 0  # v_floor
     size = cells * (1 << plan.n_max) * 8 * games + cells * 200
     return {"forward_passes": passes, "seconds": seconds, "store_bytes": size}
 

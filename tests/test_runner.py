@@ -808,6 +808,9 @@ def test_noise_floor_config_estimate_and_scorers(assets, tmp_path):
     once, twice = estimate(Plan(cfg())), estimate(Plan(cfg(noise_floor="bf16")))
     assert twice["forward_passes"] == 2 * once["forward_passes"]
     assert twice["seconds"] > once["seconds"] and twice["store_bytes"] > once["store_bytes"]
+    both = estimate(Plan(cfg(solver=["exact", "canonical"])))
+    assert both["forward_passes"] == once["forward_passes"]
+    assert both["store_bytes"] > once["store_bytes"]
     # true is bfloat16: one run, one fingerprint; another dtype is another run
     assert cfg(noise_floor=True).fingerprint() == cfg(noise_floor="bfloat16").fingerprint()
     assert cfg(noise_floor="float16").fingerprint() != cfg(noise_floor=True).fingerprint()
