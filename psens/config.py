@@ -20,8 +20,11 @@ Keys
 ``shots``           few-shot settings, e.g. ``[0, 1, 2, 3]`` (adds a ``shot`` dim; default none)
 ``n_vars``          cap on input variables per item (default 10)
 ``tau``             salience threshold (default 0.1)
-``solver``          ``"canonical"`` (default: the least-norm optimum), ``"exact"`` or ``"sgd"``
-``solver_settings`` dict of :class:`psens.interactions.SolverSettings` fields (steps, lr, …)
+``solver``          ``"canonical"`` (default: the least-norm optimum), ``"exact"`` or ``"sgd"``;
+                    or a list of them (``["canonical", "sgd"]``): every solver's interactions
+                    are stored, along a ``solver`` dim (readers default to the first)
+``solver_settings`` dict of :class:`psens.interactions.SolverSettings` fields (steps, lr, …);
+                    with a list of solvers, ``preset`` applies to ``"sgd"`` only
 ``seed``            seed for sample, variable and shot choices (default 0)
 ``device``/``dtype`` model placement (default cpu, float32 on CPU)
 ``batch_size``      masked prompts per forward pass (default 32; fixed so runs are identical)
@@ -77,7 +80,7 @@ class RunConfig:
     shots: list[int] | None = None
     n_vars: int = 10
     tau: float = 0.1
-    solver: str = "canonical"
+    solver: str | list[str] = "canonical"
     solver_settings: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     device: str = "cpu"
@@ -176,7 +179,8 @@ class RunConfig:
         if isinstance(self.samples, int):
             check_positive_int(self.samples, WHERE, "samples")
         try:
-            SolverSettings(method=self.solver, **self.solver_settings)
+            for method in self.solvers:
+                SolverSettings(method=method, **self.settings_for(method))
         except TypeError as exc:
             fail(
                 WHERE,
@@ -213,6 +217,18 @@ class RunConfig:
             )
         for m in self.models:
             _check_model(m)
+
+    @property
+    def solvers(self) -> list[str]:
+        """The AND-OR solvers of the run (one for ``solver = "name"``)."""
+        return [self.solver] if isinstance(self.solver, str) else list(self.solver)
+
+    def settings_for(self, method: str) -> dict[str, Any]:
+        """``solver_settings`` for one solver: with a list of solvers, ``preset`` (which
+        reproduces the published SGD procedure) only reaches ``"sgd"``."""
+        if isinstance(self.solver, str) or method == "sgd":
+            return dict(self.solver_settings)
+        return {k: v for k, v in self.solver_settings.items() if k != "preset"}
 
     @property
     def floor_dtype(self) -> str | None:
@@ -254,9 +270,16 @@ class RunConfig:
             value = getattr(self, key)
             if value is not None and not isinstance(value, str | os.PathLike):
                 _wrong_type(key, value, "a string")
-        for key in ("solver", "device"):
-            if not isinstance(getattr(self, key), str):
-                _wrong_type(key, getattr(self, key), "a string")
+        if not isinstance(self.device, str):
+            _wrong_type("device", self.device, "a string")
+        if isinstance(self.solver, list | tuple):
+            if not self.solver or not all(isinstance(m, str) for m in self.solver):
+                _wrong_type(
+                    "solver", self.solver, 'a solver name or a list like ["canonical", "sgd"]'
+                )
+            _check_unique(self.solver, "solver")
+        elif not isinstance(self.solver, str):
+            _wrong_type("solver", self.solver, 'a solver name or a list like ["canonical", "sgd"]')
         if (
             not isinstance(self.models, list | tuple)
             or not self.models

@@ -197,7 +197,8 @@ def estimate(plan: Plan) -> dict[str, Any]:
         loads = LOAD_SECONDS * (2 if cfg.floor_dtype else 1)
         seconds += (share / REFERENCE_RATE + predictions * PREDICT_SECONDS) * scale + loads
     cells = len(cfg.models) * len(plan.items) * len(plan.shot_keys) * len(plan.templates)
-    games = len(store.GAME_VARS) + (1 if cfg.floor_dtype else 0)  # v_floor
+    games = 1 + (len(store.GAME_VARS) - 1) * len(cfg.solvers)  # v, and each solver's split
+    games += 1 if cfg.floor_dtype else 0  # v_floor
     size = cells * (1 << plan.n_max) * 8 * games + cells * 200
     return {"forward_passes": passes, "seconds": seconds, "store_bytes": size}
 
@@ -292,9 +293,10 @@ def compute_block(scorer, plan: Plan, sample: int, *, floor_scorer=None) -> dict
             if hidden is None:
                 hidden = np.zeros((n_h, n_t, pred.hidden.shape[-1]))
             hidden[h, t] = pred.hidden
-    res = and_or(v, cfg.solver, **cfg.solver_settings)
-    err = float(
-        np.max(np.abs(reconstruct(res.I_and, res.I_or) - v - (0.0 if res.q is None else res.q)))
+    results = [and_or(v, m, **cfg.settings_for(m)) for m in cfg.solvers]
+    err = max(
+        float(np.max(np.abs(reconstruct(r.I_and, r.I_or) - v - (0.0 if r.q is None else r.q))))
+        for r in results
     )
     scale = max(1.0, float(np.max(np.abs(v))))
     if not err <= 1e-8 * scale * (1 << n):
@@ -302,15 +304,18 @@ def compute_block(scorer, plan: Plan, sample: int, *, floor_scorer=None) -> dict
     cos, l2 = _hidden_pairs(hidden, n_t)
 
     def pad(x):
-        out = np.full((n_h, n_t, size_max), np.nan)
+        out = np.full((*x.shape[:-1], size_max), np.nan)
         out[..., : 1 << n] = x
         return out
 
+    def by_solver(values):  # [shot, solver, template, ...] with a list of solvers
+        return values[0] if isinstance(cfg.solver, str) else np.stack(values, axis=1)
+
     block = {
         "v": pad(v),
-        "I_and": pad(res.I_and),
-        "I_or": pad(res.I_or),
-        "gamma": pad(res.gamma),
+        "I_and": pad(by_solver([r.I_and for r in results])),
+        "I_or": pad(by_solver([r.I_or for r in results])),
+        "gamma": pad(by_solver([r.gamma for r in results])),
         "p_target": p_target,
         "confidence": confidence,
         "correct": correct,
@@ -325,13 +330,18 @@ def compute_block(scorer, plan: Plan, sample: int, *, floor_scorer=None) -> dict
         from psens.ips.floor import floor_bands
 
         block["v_floor"] = pad(v_floor)
-        block["floor"] = floor_bands(
-            v,
-            v_floor,
-            orders=store.FLOOR_BANDS,
-            solver=cfg.solver,
-            tau=cfg.tau,
-            settings=cfg.solver_settings,
+        block["floor"] = by_solver(
+            [
+                floor_bands(
+                    v,
+                    v_floor,
+                    orders=store.FLOOR_BANDS,
+                    solver=m,
+                    tau=cfg.tau,
+                    settings=cfg.settings_for(m),
+                )
+                for m in cfg.solvers
+            ]
         )
     if not plan.cfg.shots:  # no shot dim in the store
         block = {
@@ -471,12 +481,14 @@ def fingerprints(plan: Plan) -> dict[str, Any]:
         ``psens_version``.
     """
     from psens._version import __version__
-    from psens.interactions import SolverSettings
     from psens.models.loading import model_fingerprint
 
     cfg = plan.cfg
     shots = {str(k): [[it.id, _item_digests(it, ())] for it in plan.shots[k]] for k in plan.shots}
-    settings = SolverSettings(method=cfg.solver, **cfg.solver_settings).to_attrs()
+    settings = _solver_attrs(cfg)
+    each = settings.pop("solvers", None)
+    if each is not None:  # a list of solvers: every solver's settings
+        settings = {f"{m}:{k}": v for m, attrs in each.items() for k, v in attrs.items()}
     return {
         "items": {
             it.id: _item_digests(it, vs) for it, vs in zip(plan.items, plan.variables, strict=True)
@@ -579,7 +591,6 @@ def _check_fingerprints(path: Path, old: dict, new: dict) -> None:
 def _open_or_create(plan: Plan, overwrite: bool):
     from psens import prompts
     from psens._version import __version__
-    from psens.interactions import SolverSettings
 
     cfg = plan.cfg
     path = Path(cfg.store)
@@ -597,7 +608,6 @@ def _open_or_create(plan: Plan, overwrite: bool):
             _check_fingerprints(path, old, fingerprints(plan))
         return ds
     perturb = [prompts.get_template(t).perturbation for t in plan.templates]
-    settings = SolverSettings(method=cfg.solver, **cfg.solver_settings)
     attrs = {
         "psens_version": __version__,
         "tau": cfg.tau,
@@ -605,7 +615,7 @@ def _open_or_create(plan: Plan, overwrite: bool):
         "config_hash": cfg.fingerprint(),
         "dataset": cfg.dataset,
         "fingerprints": fingerprints(plan),
-        **settings.to_attrs(),
+        **_solver_attrs(cfg),
     }
     return store.create(
         path,
@@ -622,7 +632,20 @@ def _open_or_create(plan: Plan, overwrite: bool):
         perturbation=perturb,
         attrs=attrs,
         noise_floor=cfg.floor_dtype,
+        solvers=None if isinstance(cfg.solver, str) else cfg.solvers,
     )
+
+
+def _solver_attrs(cfg: RunConfig) -> dict[str, Any]:
+    """The ``solver_*`` attrs of a run (its first solver's settings); with a list of
+    solvers also ``solvers``: ``{solver: its solver_* attrs}``."""
+    from psens.interactions import SolverSettings
+
+    each = {m: SolverSettings(method=m, **cfg.settings_for(m)).to_attrs() for m in cfg.solvers}
+    out = dict(each[cfg.solvers[0]])
+    if not isinstance(cfg.solver, str):
+        out["solvers"] = each
+    return out
 
 
 def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool = False):
@@ -787,7 +810,31 @@ def summarize(ds, wall: float | None = None) -> str:
             f"output consistency {consistency.iloc[m]:.2f}" + (f"; {note}" if note else "")
         )
     head = "psens run summary" + (f" ({_fmt_time(wall)})" if wall is not None else "") + ":"
-    return "\n".join([head, *lines])
+    return "\n".join([head, *lines, *_floor_lines(ds, per_sample)])
+
+
+def _floor_lines(ds, per_sample) -> list[str]:
+    """The noise floor of each model next to its IPS (measured when the run has it, else
+    jitter) and the paired test of IPS against it (:func:`psens.ips.floor.floor_test`)."""
+    from psens.ips import solver_names
+    from psens.ips.floor import floor_label, floor_test, floor_test_line, noise_floor
+
+    floor = noise_floor(ds)
+    test = floor_test(per_sample, floor).set_index(["model", "order"])
+    solvers = solver_names(ds)
+    which = f"; solver {solvers[0]} of {', '.join(solvers)}" if "solver" in ds.dims else ""
+    lines = [f"noise floor ({floor_label(floor)}{which}):"]
+    for name in ds["model"].values:
+        rows = test.loc[str(name)]
+        parts = [
+            f"{x:.3f}" if math.isfinite(x) else "n/a"
+            for x in (float(rows.loc[o, "floor"]) for o in ("all", "low", "mid", "high"))
+        ]
+        lines.append(
+            f"  {name}: floor {parts[0]} (low {parts[1]}, mid {parts[2]}, high {parts[3]}); "
+            + floor_test_line(rows.loc["all"])
+        )
+    return lines
 
 
 def _blocks_note(pending: int, failed: int) -> str:

