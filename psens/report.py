@@ -70,6 +70,7 @@ def report_chart(ds):
     from psens._charts import altair
     from psens.ips import charts as plots_ips
     from psens.ips import tables
+    from psens.ips.floor import floor_label, noise_floor
 
     alt = altair()
 
@@ -79,8 +80,12 @@ def report_chart(ds):
     tau = float(ds.attrs.get("tau", 0.1))
     models = [str(m) for m in ds["model"].values]
     per_sample = tables.per_sample_ips(ds, tau)
-    orders = tables.order_ips_table(per_sample, tables.model_meta(ds))
-    by_order = plots_ips.order_ips_chart(orders, title="IPS by interaction order (paper §4.3)")
+    floor = noise_floor(ds, tau=tau)
+    orders = tables.order_ips_table(per_sample, tables.model_meta(ds), floor=floor)
+    by_order = plots_ips.order_ips_chart(
+        orders,
+        title=f"IPS by interaction order (paper §4.3); ticks: noise floor ({floor_label(floor)})",
+    )
     templates = tuple(str(t) for t in ds["template"].values[:2])
     case, _info = tables.case_table(
         ds, models[0], str(ds["sample"].values[0]), templates, tau=tau, top_k=8
@@ -97,6 +102,16 @@ def report_chart(ds):
     return alt.vconcat(by_order, cases, classes).resolve_scale(color="independent")
 
 
+def _solvers_fact(ds) -> str | None:
+    """The run's solver; with several, the one shown (the first) and the others."""
+    from psens.ips import solver_names
+
+    if "solver" not in ds.dims:
+        return ds.attrs.get("solver_method")
+    first, *rest = solver_names(ds)
+    return f"{first} (shown; the run also holds {', '.join(rest)})"
+
+
 def write_report(ds, path: str | os.PathLike, summary: str | None = None) -> Path:
     """Write the report as one offline HTML file and return its path."""
     from psens.runner import summarize
@@ -110,7 +125,7 @@ def write_report(ds, path: str | os.PathLike, summary: str | None = None) -> Pat
     facts = {
         "dataset": ds.attrs.get("dataset"),
         "τ": ds.attrs.get("tau"),
-        "solver": ds.attrs.get("solver_method"),
+        "solver": _solvers_fact(ds),
         "samples": ds.sizes["sample"],
         "templates": ", ".join(map(str, ds["template"].values)),
     }

@@ -37,6 +37,7 @@ from psens.ips.metric import (
     order_band,
     order_masks,
     order_of_subsets,
+    select_solver,
 )
 
 __all__ = ["PsensAccessor"]
@@ -121,6 +122,11 @@ class PsensAccessor:
         fail("ds.psens.pair", f"no template pair ({a!r}, {b!r})", f"Use two of {names}")
         raise AssertionError  # unreachable
 
+    def sel_solver(self, solver: str | None = None) -> xr.Dataset:
+        """The run with one solver's interactions (default: the first);
+        :func:`psens.ips.select_solver`."""
+        return select_solver(self._ds, solver)
+
     def sel_pair(self, a: str, b: str) -> xr.Dataset:
         """The run at the template pair ``{a, b}`` (variables over ``pair``), by name."""
         return self._ds.isel(pair=self.pair(a, b))
@@ -143,6 +149,7 @@ class PsensAccessor:
         salient_only: bool = False,
         order: str | None = None,
         words: bool = True,
+        solver: str | None = None,
     ) -> pd.DataFrame:
         r"""One row per model × sample × [shot ×] template × interaction (AND or OR, ``S≠∅``).
 
@@ -156,6 +163,9 @@ class PsensAccessor:
             Keep only interactions of this order band (§4.3; ``n`` the sample's own).
         words : bool
             Add the ``words`` column (the subset's words, ``'{w1, w2}'``).
+        solver : str, optional
+            Whose interactions, in a run with several (default: the first;
+            :func:`psens.ips.select_solver`).
 
         Returns
         -------
@@ -168,6 +178,7 @@ class PsensAccessor:
         ds = self._ds
         where = "ds.psens.to_frame"
         _check_run(ds, where, ["I_and", "I_or"])
+        ds = select_solver(ds, solver)
         check_in_interval(tau, where, "tau", 0.0, 1.0)
         if order is not None and order not in ORDER_LEVELS:
             fail(where, f"order={order!r} is unknown", f"Use one of {ORDER_LEVELS} or None")
