@@ -600,6 +600,13 @@ def _open_or_create(plan: Plan, overwrite: bool):
         recorded = ds.attrs.get("fingerprints")
         if recorded:  # stores of an older psens have none: nothing to compare
             old = json.loads(recorded) if isinstance(recorded, str) else recorded
+            # attrs are stored with sorted keys: the store's sample coord has the run's order
+            items = old.get("items", {})
+            order = [str(x) for x in ds["sample"].values]
+            old["items"] = {
+                **{k: items[k] for k in order if k in items},
+                **{k: v for k, v in items.items() if k not in order},
+            }
             _check_fingerprints(path, old, fingerprints(plan))
         return ds
     perturb = [prompts.get_template(t).perturbation for t in plan.templates]
@@ -724,7 +731,7 @@ def _run_serial(
     order = [(m, s) for m, samples in by_model.items() for s in samples]
     total = sum(block_prompts(plan, s) for _, s in order)
     calibrated, load = False, LOAD_SECONDS
-    with tqdm(total=total, unit="prompt", unit_scale=True, disable=not progress) as bar:
+    with tqdm(total=total, unit="prompt", disable=not progress) as bar:
         for k, (m, s) in enumerate(order):
             if k == 0 or m != order[k - 1][0]:
                 bar.set_description(f"{cfg.models[m]} (loading)")
@@ -778,7 +785,7 @@ def _run_dask(cfg: RunConfig, plan: Plan, todo, progress: bool, run_id: str | No
         from tqdm.auto import tqdm
 
         total = sum(block_prompts(plan, s) for _, s in todo)
-        with tqdm(total=total, unit="prompt", unit_scale=True, disable=not progress) as bar:
+        with tqdm(total=total, unit="prompt", disable=not progress) as bar:
             bar.set_description("blocks")
             for fut in as_completed(list(futures)):
                 fut.result()
