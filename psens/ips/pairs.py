@@ -14,6 +14,12 @@ pair is selected by name, in either order and with ``|`` or ``-`` between the na
 
 :func:`resolve_pair` is the lookup behind it (also used by ``ds.psens.pair`` and the
 widgets), so every place that takes a pair by name accepts the same spellings.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
 """
 
 from __future__ import annotations
