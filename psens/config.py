@@ -20,8 +20,11 @@ Keys
 ``shots``           few-shot settings, e.g. ``[0, 1, 2, 3]`` (adds a ``shot`` dim; default none)
 ``n_vars``          cap on input variables per item (default 10)
 ``tau``             salience threshold (default 0.1)
-``solver``          ``"canonical"`` (default: the least-norm optimum), ``"exact"`` or ``"sgd"``
-``solver_settings`` dict of :class:`psens.interactions.SolverSettings` fields (steps, lr, …)
+``solver``          ``"canonical"`` (default: the least-norm optimum), ``"exact"`` or ``"sgd"``;
+                    or a list of them (``["canonical", "sgd"]``): every solver's interactions
+                    are stored, along a ``solver`` dim (readers default to the first)
+``solver_settings`` dict of :class:`psens.interactions.SolverSettings` fields (steps, lr, …);
+                    with a list of solvers, ``preset`` applies to ``"sgd"`` only
 ``seed``            seed for sample, variable and shot choices (default 0)
 ``device``/``dtype`` model placement (default cpu, float32 on CPU)
 ``batch_size``      masked prompts per forward pass (default 32; fixed so runs are identical)
@@ -30,6 +33,10 @@ Keys
 ``generate``        store the greedy generated text (default true), ``max_new_tokens`` (8)
 ``scheduler``       ``None`` (serial), ``"local:N"`` (dask LocalCluster) or ``"tcp://host:port"``
 ``cache_dir``       where GGUF models are converted (default ``~/.cache/psens/models``)
+``noise_floor``     ``false`` (default), ``true`` (= ``"bfloat16"``) or a half-precision dtype
+                    (``"bfloat16"``, ``"float16"``): score every masked prompt a second time
+                    with the model loaded in that dtype and store ``v_floor`` and the measured
+                    noise floor ``floor`` (:func:`psens.ips.floor.noise_floor`)
 ==================  =========================================================================
 """
 
@@ -73,7 +80,7 @@ class RunConfig:
     shots: list[int] | None = None
     n_vars: int = 10
     tau: float = 0.1
-    solver: str = "canonical"
+    solver: str | list[str] = "canonical"
     solver_settings: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     device: str = "cpu"
@@ -85,6 +92,7 @@ class RunConfig:
     max_new_tokens: int = 8
     scheduler: str | None = None
     cache_dir: str | None = None
+    noise_floor: bool | str = False
 
     # ----------------------------------------------------------------- construction
 
@@ -171,7 +179,8 @@ class RunConfig:
         if isinstance(self.samples, int):
             check_positive_int(self.samples, WHERE, "samples")
         try:
-            SolverSettings(method=self.solver, **self.solver_settings)
+            for method in self.solvers:
+                SolverSettings(method=method, **self.settings_for(method))
         except TypeError as exc:
             fail(
                 WHERE,
@@ -190,6 +199,7 @@ class RunConfig:
         _check_device(self.device)
         if self.dtype is not None and self.dtype not in DTYPES:
             fail(WHERE, f"dtype = {self.dtype!r} is not known", f"Use one of {list(DTYPES)}")
+        self._check_noise_floor()
         if self.cache_dir is not None:
             folder = Path(self.cache_dir).expanduser()
             if folder.exists() and not folder.is_dir():
@@ -208,6 +218,47 @@ class RunConfig:
         for m in self.models:
             _check_model(m)
 
+    @property
+    def solvers(self) -> list[str]:
+        """The AND-OR solvers of the run (one for ``solver = "name"``)."""
+        return [self.solver] if isinstance(self.solver, str) else list(self.solver)
+
+    def settings_for(self, method: str) -> dict[str, Any]:
+        """``solver_settings`` for one solver: with a list of solvers, ``preset`` (which
+        reproduces the published SGD procedure) only reaches ``"sgd"``."""
+        if isinstance(self.solver, str) or method == "sgd":
+            return dict(self.solver_settings)
+        return {k: v for k, v in self.solver_settings.items() if k != "preset"}
+
+    @property
+    def floor_dtype(self) -> str | None:
+        """The dtype of the noise-floor scoring (``"bfloat16"``, ``"float16"``), or None."""
+        if self.noise_floor is False:
+            return None
+        if self.noise_floor is True:
+            return "bfloat16"
+        return FLOOR_DTYPES.get(self.noise_floor)
+
+    def _check_noise_floor(self) -> None:
+        """``noise_floor`` is false, true or a half-precision dtype other than the run's own."""
+        value = self.noise_floor
+        if not isinstance(value, bool | str) or (
+            isinstance(value, str) and value not in FLOOR_DTYPES
+        ):
+            fail(
+                WHERE,
+                f"noise_floor = {value!r} is not a half-precision dtype",
+                f"Use noise_floor = false, true (bfloat16) or one of {sorted(set(FLOOR_DTYPES))}",
+            )
+        run_dtype = DTYPE_NAMES.get(self.dtype or "float32")
+        if self.floor_dtype is not None and self.floor_dtype == run_dtype:
+            fail(
+                WHERE,
+                f"noise_floor = {value!r} is the run's own dtype ({self.dtype}): the two "
+                "scorings would be the same",
+                "Use another dtype for noise_floor (bfloat16 or float16) or for 'dtype'",
+            )
+
     def _check_types(self) -> None:
         """Refuse a value of the wrong type, naming its key (``dataset = 7``, ``seed = "abc"``,
         ``samples = []``, ``templates = 5``, ``generate = "no"``)."""
@@ -219,9 +270,16 @@ class RunConfig:
             value = getattr(self, key)
             if value is not None and not isinstance(value, str | os.PathLike):
                 _wrong_type(key, value, "a string")
-        for key in ("solver", "device"):
-            if not isinstance(getattr(self, key), str):
-                _wrong_type(key, getattr(self, key), "a string")
+        if not isinstance(self.device, str):
+            _wrong_type("device", self.device, "a string")
+        if isinstance(self.solver, list | tuple):
+            if not self.solver or not all(isinstance(m, str) for m in self.solver):
+                _wrong_type(
+                    "solver", self.solver, 'a solver name or a list like ["canonical", "sgd"]'
+                )
+            _check_unique(self.solver, "solver")
+        elif not isinstance(self.solver, str):
+            _wrong_type("solver", self.solver, 'a solver name or a list like ["canonical", "sgd"]')
         if (
             not isinstance(self.models, list | tuple)
             or not self.models
@@ -279,12 +337,26 @@ class RunConfig:
         d = self.to_dict()
         for k in ("store", "scheduler", "cache_dir"):
             d.pop(k)
+        d.pop("noise_floor")  # absent without a floor: older stores keep their hash
+        if self.floor_dtype is not None:
+            d["noise_floor"] = self.floor_dtype  # true and "bfloat16" are one run
         text = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-#: ``dtype`` values a run accepts (besides None: float32 on CPU)
-DTYPES = ("float32", "fp32", "float16", "fp16", "half", "bfloat16", "bf16")
+#: ``dtype`` values a run accepts (besides None: float32) and their canonical names
+DTYPE_NAMES = {
+    "float32": "float32",
+    "fp32": "float32",
+    "float16": "float16",
+    "fp16": "float16",
+    "half": "float16",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+}
+DTYPES = tuple(DTYPE_NAMES)
+#: ``noise_floor`` dtype names and their canonical names
+FLOOR_DTYPES = {k: v for k, v in DTYPE_NAMES.items() if v != "float32"}
 #: ``device`` kinds a run accepts (optionally with an index, ``cuda:1``)
 DEVICES = ("cpu", "cuda", "mps")
 

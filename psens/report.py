@@ -88,6 +88,7 @@ def report_chart(ds, *, case: dict | None = None):
     from psens._charts import altair
     from psens.ips import charts as plots_ips
     from psens.ips import tables
+    from psens.ips.floor import floor_label, noise_floor
 
     alt = altair()
 
@@ -95,8 +96,12 @@ def report_chart(ds, *, case: dict | None = None):
     tau = float(ds.attrs.get("tau", 0.1))
     models = [str(m) for m in ds["model"].values]
     per_sample = tables.per_sample_ips(ds, tau)
-    orders = tables.order_ips_table(per_sample, tables.model_meta(ds))
-    by_order = plots_ips.order_ips_chart(orders, title="IPS by interaction order (paper §4.3)")
+    floor = noise_floor(ds, tau=tau)
+    orders = tables.order_ips_table(per_sample, tables.model_meta(ds), floor=floor)
+    by_order = plots_ips.order_ips_chart(
+        orders,
+        title=f"IPS by interaction order (paper §4.3); ticks: noise floor ({floor_label(floor)})",
+    )
     case = case or _case(ds)
     cases = plots_ips.case_study_chart(
         case["table"],
@@ -184,8 +189,8 @@ def _explain(ds, case: dict, store_path: str | None) -> str:
         "interactions with the same effects under every template, 2 means every salient "
         "interaction changes completely (it flips sign or appears under one template only); "
         "low, mid and high orders are interactions of few (at most n/3), some (at most 2n/3) "
-        "or many of the item's n words, and the whiskers are bootstrap 95% intervals over "
-        "samples.",
+        "or many of the item's n words; the whiskers are bootstrap 95% intervals over "
+        "samples and the ticks the noise floor, the IPS that numerical noise alone gives.",
         "<strong>One item under two templates</strong> (middle): the item's strongest "
         "interactions, each a set of words (AND: all of them together; OR: any of them), with "
         f"their normalised effect (−1 to 1) under {e(ta)} (blue) and {e(tb)} (red); the dashed "
@@ -219,6 +224,16 @@ def _explain(ds, case: dict, store_path: str | None) -> str:
     return guide + templates + item + nxt
 
 
+def _solvers_fact(ds) -> str | None:
+    """The run's solver; with several, the one shown (the first) and the others."""
+    from psens.ips import solver_names
+
+    if "solver" not in ds.dims:
+        return ds.attrs.get("solver_method")
+    first, *rest = solver_names(ds)
+    return f"{first} (shown; the run also holds {', '.join(rest)})"
+
+
 def write_report(ds, path: str | os.PathLike, summary: str | None = None) -> Path:
     """Write the report as one offline HTML file and return its path.
 
@@ -241,7 +256,7 @@ def write_report(ds, path: str | os.PathLike, summary: str | None = None) -> Pat
     facts = {
         "dataset": ds.attrs.get("dataset"),
         "τ": ds.attrs.get("tau"),
-        "solver": ds.attrs.get("solver_method"),
+        "solver": _solvers_fact(ds),
         "samples": ds.sizes["sample"],
         "templates": ", ".join(map(str, ds["template"].values)),
     }

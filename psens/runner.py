@@ -23,6 +23,10 @@ matching and written to its own zarr chunks with ``status = done`` last.
   was started over with ``overwrite``.
 * **Failures.** An exception while scoring a block is recorded (``status = failed``, the
   error text and NaN values) and the run goes on; the next start retries failed blocks.
+* **Noise floor.** With ``noise_floor`` set, every block's masked prompts are scored a
+  second time by the same model loaded in half precision (both models stay loaded, no
+  more), stored as ``v_floor``, and the IPS between the two scorings is stored per order
+  band as ``floor`` (:func:`psens.ips.floor.floor_bands`).
 * **Distributed.** ``scheduler = "local:N"`` runs the blocks on a dask.distributed
   LocalCluster of N single-threaded worker processes; ``"tcp://host:port"`` on an existing
   cluster (one worker per GPU on GPU machines). Workers write their own zarr regions; the
@@ -176,8 +180,10 @@ class Plan:
         return len(self.cfg.models) * len(self.items)
 
     def forward_passes(self) -> int:
+        """Masked prompts scored, the noise floor's second scoring included."""
         per = sum(1 << len(vs) for vs in self.variables)
-        return len(self.cfg.models) * per * len(self.templates) * len(self.shot_keys)
+        scorings = 2 if self.cfg.floor_dtype else 1
+        return len(self.cfg.models) * per * len(self.templates) * len(self.shot_keys) * scorings
 
 
 # ----------------------------------------------------------------------------- estimate
@@ -212,9 +218,12 @@ def estimate(plan: Plan) -> dict[str, Any]:
         scale = _model_scale(m)
         share = passes / len(cfg.models)
         predictions = len(plan.items) * len(plan.shot_keys) * len(plan.templates)
-        seconds += (share / REFERENCE_RATE + predictions * PREDICT_SECONDS) * scale + LOAD_SECONDS
+        loads = LOAD_SECONDS * (2 if cfg.floor_dtype else 1)
+        seconds += (share / REFERENCE_RATE + predictions * PREDICT_SECONDS) * scale + loads
     cells = len(cfg.models) * len(plan.items) * len(plan.shot_keys) * len(plan.templates)
-    size = cells * (1 << plan.n_max) * 8 * len(store.GAME_VARS) + cells * 200
+    games = 1 + (len(store.GAME_VARS) - 1) * len(cfg.solvers)  # v, and each solver's split
+    games += 1 if cfg.floor_dtype else 0  # v_floor
+    size = cells * (1 << plan.n_max) * 8 * games + cells * 200
     return {"forward_passes": passes, "seconds": seconds, "store_bytes": size}
 
 
@@ -290,8 +299,14 @@ def _hidden_pairs(hidden: np.ndarray, n_templates: int) -> tuple[np.ndarray, np.
     return cos, np.linalg.norm(a - b, axis=-1)
 
 
-def compute_block(scorer, plan: Plan, sample: int) -> dict[str, np.ndarray]:
-    """Score, predict and decompose one sample for one model; returns the block's values."""
+def compute_block(scorer, plan: Plan, sample: int, *, floor_scorer=None) -> dict[str, np.ndarray]:
+    """Score, predict and decompose one sample for one model; returns the block's values.
+
+    With ``floor_scorer`` (the same model in half precision; runs with ``noise_floor``) the
+    masked prompts are scored again into ``v_floor`` and ``floor`` is the IPS between the
+    two scorings per order band (:func:`psens.ips.floor.floor_bands`, the run's solver and
+    τ), ``[shot, template, band]``.
+    """
     from psens.interactions import and_or, reconstruct
 
     cfg = plan.cfg
@@ -306,6 +321,7 @@ def compute_block(scorer, plan: Plan, sample: int) -> dict[str, np.ndarray]:
     correct = np.full((n_h, n_t), np.nan)
     prediction = np.full((n_h, n_t), "", dtype=object)
     generated = np.full((n_h, n_t), "", dtype=object)
+    v_floor = None if floor_scorer is None else np.empty_like(v)
     hidden = None
     for h, k in enumerate(plan.shot_keys):
         shots = plan.shots[k]
@@ -313,6 +329,10 @@ def compute_block(scorer, plan: Plan, sample: int) -> dict[str, np.ndarray]:
             v[h, t] = scorer.value(
                 item, name, masks, shots=shots, variables=variables, progress=False
             )
+            if v_floor is not None:
+                v_floor[h, t] = floor_scorer.value(
+                    item, name, masks, shots=shots, variables=variables, progress=False
+                )
             pred = scorer.predict(
                 item, name, shots=shots, generate=cfg.generate, max_new_tokens=cfg.max_new_tokens
             )
@@ -324,9 +344,10 @@ def compute_block(scorer, plan: Plan, sample: int) -> dict[str, np.ndarray]:
             if hidden is None:
                 hidden = np.zeros((n_h, n_t, pred.hidden.shape[-1]))
             hidden[h, t] = pred.hidden
-    res = and_or(v, cfg.solver, **cfg.solver_settings)
-    err = float(
-        np.max(np.abs(reconstruct(res.I_and, res.I_or) - v - (0.0 if res.q is None else res.q)))
+    results = [and_or(v, m, **cfg.settings_for(m)) for m in cfg.solvers]
+    err = max(
+        float(np.max(np.abs(reconstruct(r.I_and, r.I_or) - v - (0.0 if r.q is None else r.q))))
+        for r in results
     )
     scale = max(1.0, float(np.max(np.abs(v))))
     if not err <= 1e-8 * scale * (1 << n):
@@ -334,15 +355,18 @@ def compute_block(scorer, plan: Plan, sample: int) -> dict[str, np.ndarray]:
     cos, l2 = _hidden_pairs(hidden, n_t)
 
     def pad(x):
-        out = np.full((n_h, n_t, size_max), np.nan)
+        out = np.full((*x.shape[:-1], size_max), np.nan)
         out[..., : 1 << n] = x
         return out
 
+    def by_solver(values):  # [shot, solver, template, ...] with a list of solvers
+        return values[0] if isinstance(cfg.solver, str) else np.stack(values, axis=1)
+
     block = {
         "v": pad(v),
-        "I_and": pad(res.I_and),
-        "I_or": pad(res.I_or),
-        "gamma": pad(res.gamma),
+        "I_and": pad(by_solver([r.I_and for r in results])),
+        "I_or": pad(by_solver([r.I_or for r in results])),
+        "gamma": pad(by_solver([r.gamma for r in results])),
         "p_target": p_target,
         "confidence": confidence,
         "correct": correct,
@@ -353,6 +377,23 @@ def compute_block(scorer, plan: Plan, sample: int) -> dict[str, np.ndarray]:
         "matching_error": np.float64(err),
         "error": np.asarray("", dtype=object),
     }
+    if v_floor is not None:
+        from psens.ips.floor import floor_bands
+
+        block["v_floor"] = pad(v_floor)
+        block["floor"] = by_solver(
+            [
+                floor_bands(
+                    v,
+                    v_floor,
+                    orders=store.FLOOR_BANDS,
+                    solver=m,
+                    tau=cfg.tau,
+                    settings=cfg.settings_for(m),
+                )
+                for m in cfg.solvers
+            ]
+        )
     if not plan.cfg.shots:  # no shot dim in the store
         block = {
             k: (x[0] if np.ndim(x) >= 1 and k not in ("matching_error", "error") else x)
@@ -371,18 +412,24 @@ def _failed_block(exc: BaseException) -> dict[str, Any]:
 _SCORERS: dict[tuple, Any] = {}
 
 
-def _scorer(cfg: RunConfig, model: str):
-    """Load (once per process) the scorer of ``model`` with the run's settings."""
+def _scorer(cfg: RunConfig, model: str, dtype: str | None = None):
+    """Load (once per process) the scorer of ``model`` with the run's settings (in
+    ``dtype`` instead of the run's: the noise floor's second scorer). A process keeps one
+    model in memory, or two when the second is that model's noise-floor copy."""
+    dtype = cfg.dtype if dtype is None else dtype
     key = (
         model,
         cfg.device,
-        cfg.dtype,
+        dtype,
         cfg.batch_size,
         cfg.n_vars,
         cfg.seed,
         cfg.mask_tokens.get(model),
         cfg.cache_dir,
     )
+    keep = (cfg.dtype, cfg.floor_dtype)  # one model, in up to two dtypes, per process
+    for old in [k for k in _SCORERS if k[:2] + k[3:] != key[:2] + key[3:] or k[2] not in keep]:
+        del _SCORERS[old]
     if key not in _SCORERS:
         from psens import models
 
@@ -390,10 +437,9 @@ def _scorer(cfg: RunConfig, model: str):
             import torch
 
             torch.set_num_threads(cfg.threads)
-        _SCORERS.clear()  # keep one model in memory per process
         _SCORERS[key] = models.load(
             model,  # a path is that path; a table name resolves to its hub id
-            dtype=cfg.dtype,
+            dtype=dtype,
             device=cfg.device,
             mask_token=cfg.mask_tokens.get(model),
             cache_dir=cfg.cache_dir,
@@ -405,6 +451,12 @@ def _scorer(cfg: RunConfig, model: str):
     return _SCORERS[key]
 
 
+def _scorers(cfg: RunConfig, model: str) -> tuple[Any, Any]:
+    """The scorer of ``model`` and its noise-floor scorer (None without ``noise_floor``)."""
+    main = _scorer(cfg, model)
+    return main, (_scorer(cfg, model, cfg.floor_dtype) if cfg.floor_dtype else None)
+
+
 def _work_unit(
     cfg_dict: dict, model_index: int, samples: Sequence[int], run_id: str | None = None
 ) -> list[int]:
@@ -412,15 +464,18 @@ def _work_unit(
     the store's run id is no longer ``run_id``: the run was started over meanwhile)."""
     cfg = RunConfig.from_dict(cfg_dict)
     plan = Plan(cfg)
-    scorer = _scorer(cfg, cfg.models[model_index])
+    scorer, floor_scorer = _scorers(cfg, cfg.models[model_index])
     for s in samples:
-        _run_block(scorer, plan, model_index, s, run_id)
+        _run_block(scorer, plan, model_index, s, run_id, floor_scorer)
     return list(samples)
 
 
-def _run_block(scorer, plan: Plan, m: int, s: int, run_id: str | None = None) -> bool:
+def _run_block(
+    scorer, plan: Plan, m: int, s: int, run_id: str | None = None, floor_scorer=None
+) -> bool:
     try:
-        block = compute_block(scorer, plan, s)
+        extra = {} if floor_scorer is None else {"floor_scorer": floor_scorer}
+        block = compute_block(scorer, plan, s, **extra)
         block["status"] = store.DONE
     except Exception as exc:  # recorded, never silently wrong
         block = _failed_block(exc)
@@ -477,12 +532,14 @@ def fingerprints(plan: Plan) -> dict[str, Any]:
         ``psens_version``.
     """
     from psens._version import __version__
-    from psens.interactions import SolverSettings
     from psens.models.loading import model_fingerprint
 
     cfg = plan.cfg
     shots = {str(k): [[it.id, _item_digests(it, ())] for it in plan.shots[k]] for k in plan.shots}
-    settings = SolverSettings(method=cfg.solver, **cfg.solver_settings).to_attrs()
+    settings = _solver_attrs(cfg)
+    each = settings.pop("solvers", None)
+    if each is not None:  # a list of solvers: every solver's settings
+        settings = {f"{m}:{k}": v for m, attrs in each.items() for k, v in attrs.items()}
     return {
         "items": {
             it.id: _item_digests(it, vs) for it, vs in zip(plan.items, plan.variables, strict=True)
@@ -585,7 +642,6 @@ def _check_fingerprints(path: Path, old: dict, new: dict) -> None:
 def _open_or_create(plan: Plan, overwrite: bool):
     from psens import prompts
     from psens._version import __version__
-    from psens.interactions import SolverSettings
 
     cfg = plan.cfg
     path = Path(cfg.store)
@@ -610,7 +666,6 @@ def _open_or_create(plan: Plan, overwrite: bool):
             _check_fingerprints(path, old, fingerprints(plan))
         return ds
     perturb = [prompts.get_template(t).perturbation for t in plan.templates]
-    settings = SolverSettings(method=cfg.solver, **cfg.solver_settings)
     attrs = {
         "psens_version": __version__,
         "tau": cfg.tau,
@@ -618,7 +673,7 @@ def _open_or_create(plan: Plan, overwrite: bool):
         "config_hash": cfg.fingerprint(),
         "dataset": cfg.dataset,
         "fingerprints": fingerprints(plan),
-        **settings.to_attrs(),
+        **_solver_attrs(cfg),
     }
     return store.create(
         path,
@@ -634,7 +689,21 @@ def _open_or_create(plan: Plan, overwrite: bool):
         model_meta=_model_meta(cfg.models),
         perturbation=perturb,
         attrs=attrs,
+        noise_floor=cfg.floor_dtype,
+        solvers=None if isinstance(cfg.solver, str) else cfg.solvers,
     )
+
+
+def _solver_attrs(cfg: RunConfig) -> dict[str, Any]:
+    """The ``solver_*`` attrs of a run (its first solver's settings); with a list of
+    solvers also ``solvers``: ``{solver: its solver_* attrs}``."""
+    from psens.interactions import SolverSettings
+
+    each = {m: SolverSettings(method=m, **cfg.settings_for(m)).to_attrs() for m in cfg.solvers}
+    out = dict(each[cfg.solvers[0]])
+    if not isinstance(cfg.solver, str):
+        out["solvers"] = each
+    return out
 
 
 def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool = False):
@@ -676,6 +745,7 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
     )
     _check_disk(Path(cfg.store), est["store_bytes"])
     _check_reachable(cfg.scheduler)
+    _check_models(cfg)
     with store.lock(cfg.store, "psens run"):  # held until the last block is written
         resuming = Path(cfg.store).exists() and not overwrite
         ds = _open_or_create(plan, overwrite)
@@ -699,6 +769,14 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
     ds = store.open_run(cfg.store)
     say(summarize(ds, wall=time.perf_counter() - start))
     return ds
+
+
+def _check_models(cfg: RunConfig) -> None:
+    """Every model can be found (a mistyped hub id is refused before the store exists)."""
+    from psens.models.loading import check_available
+
+    for m in cfg.models:
+        check_available(m, cfg.cache_dir)
 
 
 def _recompute_damaged(path: str, run_id: str | None, say) -> None:
@@ -736,13 +814,13 @@ def _run_serial(
             if k == 0 or m != order[k - 1][0]:
                 bar.set_description(f"{cfg.models[m]} (loading)")
                 t0 = time.perf_counter()
-                scorer = _scorer(cfg, cfg.models[m])
+                scorer, floor_scorer = _scorers(cfg, cfg.models[m])
                 if k == 0:
                     load = time.perf_counter() - t0
                 bar.set_description(cfg.models[m])
                 bar.unpause()  # the load is not scoring time: keep it out of the rate
             t0 = time.perf_counter()
-            ok = _run_block(scorer, plan, m, s, run_id)
+            ok = _run_block(scorer, plan, m, s, run_id, floor_scorer)
             took = time.perf_counter() - t0
             bar.update(block_prompts(plan, s))
             if ok and not calibrated and say is not None and k + 1 < len(order):
@@ -826,7 +904,31 @@ def summarize(ds, wall: float | None = None) -> str:
             f"output consistency {consistency.iloc[m]:.2f}" + (f"; {note}" if note else "")
         )
     head = "psens run summary" + (f" ({_fmt_time(wall)})" if wall is not None else "") + ":"
-    return "\n".join([head, *lines])
+    return "\n".join([head, *lines, *_floor_lines(ds, per_sample)])
+
+
+def _floor_lines(ds, per_sample) -> list[str]:
+    """The noise floor of each model next to its IPS (measured when the run has it, else
+    jitter) and the paired test of IPS against it (:func:`psens.ips.floor.floor_test`)."""
+    from psens.ips import solver_names
+    from psens.ips.floor import floor_label, floor_test, floor_test_line, noise_floor
+
+    floor = noise_floor(ds)
+    test = floor_test(per_sample, floor).set_index(["model", "order"])
+    solvers = solver_names(ds)
+    which = f"; solver {solvers[0]} of {', '.join(solvers)}" if "solver" in ds.dims else ""
+    lines = [f"noise floor ({floor_label(floor)}{which}):"]
+    for name in ds["model"].values:
+        rows = test.loc[str(name)]
+        parts = [
+            f"{x:.3f}" if math.isfinite(x) else "n/a"
+            for x in (float(rows.loc[o, "floor"]) for o in ("all", "low", "mid", "high"))
+        ]
+        lines.append(
+            f"  {name}: floor {parts[0]} (low {parts[1]}, mid {parts[2]}, high {parts[3]}); "
+            + floor_test_line(rows.loc["all"])
+        )
+    return lines
 
 
 def _blocks_note(pending: int, failed: int) -> str:

@@ -25,9 +25,17 @@ data variables
     ``status`` (model, sample) 0 pending / 1 done / 2 failed, with ``error`` text;
     ``prompt`` (sample, [shot,] template) and ``target`` (sample) the answer text that
     follows the prompt.
+    With a noise floor (config ``noise_floor``): ``v_floor`` (like ``v``) the log-odds
+    scored again with the model in half precision, and ``floor`` (model, sample, [shot,]
+    template, band) the IPS between the two scorings, per ``band`` = all / low / mid /
+    high (the dim is not called ``order``: that is the popcount coordinate of ``subset``).
+    With a list of solvers (config ``solver = [...]``): ``I_and, I_or, gamma`` (and
+    ``floor``) have a ``solver`` dim before ``template``, one entry per solver, and the
+    attr ``solvers`` holds each solver's settings; ``psens.ips.select_solver`` picks one.
 attrs
     ``psens_schema = "psens.run"``, ``psens_schema_version``, ``psens_version``, ``tau``,
     the solver settings (``solver_*``), ``config`` (JSON) and ``config_hash``;
+    ``noise_floor`` (the dtype of the second scoring, only in runs with a floor);
     ``run_id`` (a uuid drawn when :func:`create` makes the store).
 integrity (on disk only; :func:`open_run` leaves them out of the Dataset)
     ``block_checksum`` (model, sample): per block, a JSON object of one blake2b digest per
@@ -76,6 +84,8 @@ __all__ = [
     "CHECKSUM_ATTR",
     "CHECKSUM_VAR",
     "DATA_VARS",
+    "FLOOR_BANDS",
+    "FLOOR_VARS",
     "SCHEMA",
     "SCHEMA_VERSION",
     "Verification",
@@ -99,10 +109,22 @@ GAME_VARS = ("v", "I_and", "I_or", "gamma")
 TEMPLATE_VARS = ("p_target", "confidence", "correct")
 TEXT_VARS = ("prediction", "generated")
 PAIR_VARS = ("hidden_cosine", "hidden_l2")
-#: every variable written per (model, sample) block
+#: the noise floor's variables (only in runs with ``noise_floor``) and its ``band`` labels
+FLOOR_VARS = ("v_floor", "floor")
+FLOOR_BANDS = ("all", "low", "mid", "high")
+#: every variable written per (model, sample) block (all runs have them)
 BLOCK_VARS = (*GAME_VARS, *TEMPLATE_VARS, *TEXT_VARS, *PAIR_VARS, "matching_error", "status")
-#: the values of a block, in checksum order (``status`` is the commit flag, written last)
-DATA_VARS = (*GAME_VARS, *TEMPLATE_VARS, *TEXT_VARS, *PAIR_VARS, "matching_error", "error")
+#: the values of a block, in checksum order (``status`` is the commit flag, written last);
+#: a variable the store does not have (the floor's, or in an older store) is left out
+DATA_VARS = (
+    *GAME_VARS,
+    *TEMPLATE_VARS,
+    *TEXT_VARS,
+    *PAIR_VARS,
+    "matching_error",
+    "error",
+    *FLOOR_VARS,
+)
 #: per-block checksums (on disk only) and the root attr with the coordinates' checksums
 CHECKSUM_VAR = "block_checksum"
 CHECKSUM_ATTR = "psens_checksums"
@@ -137,10 +159,15 @@ def build(
     perturbation: Sequence[str] | None = None,
     attrs: Mapping[str, Any] | None = None,
     lazy: bool = False,
+    noise_floor: str | None = None,
+    solvers: Sequence[str] | None = None,
 ):
     """An empty run Dataset of the schema (all blocks pending, values NaN).
 
     ``prompts`` has shape ``(sample, template)`` or ``(sample, shot, template)``.
+    ``noise_floor`` (a dtype name) adds ``v_floor``, ``floor`` and the ``band`` dim, and
+    the attr ``noise_floor``. ``solvers`` (a list of solver names) adds the ``solver`` dim
+    to the interactions (``I_and``, ``I_or``, ``gamma``, ``floor``).
     ``lazy=True`` backs the large variables with chunked dask arrays (one chunk per
     (model, sample) block) so that :func:`create` writes the store without allocating it.
     """
@@ -162,10 +189,14 @@ def build(
         return np.full(shape, fill, dtype=dtype)
 
     data = {}
+    mid = ("solver",) if solvers is not None else ()  # the solver dim of the interactions
+    n_sv = (len(solvers),) if solvers is not None else ()
     for name in GAME_VARS:
+        by = () if name == "v" else mid
+        n_by = () if name == "v" else n_sv
         data[name] = (
-            _dims(has_shots, "template", "subset"),
-            full((*lead, n_t, size), (*block, n_t, size)),
+            _dims(has_shots, *by, "template", "subset"),
+            full((*lead, *n_by, n_t, size), (*block, *n_by, n_t, size)),
         )
     for name in TEMPLATE_VARS:
         data[name] = (_dims(has_shots, "template"), full((*lead, n_t), (*block, n_t)))
@@ -173,6 +204,16 @@ def build(
         data[name] = (_dims(has_shots, "template"), np.full((*lead, n_t), "", object))
     for name in PAIR_VARS:
         data[name] = (_dims(has_shots, "pair"), full((*lead, len(i)), (*block, len(i))))
+    if noise_floor:
+        n_b = len(FLOOR_BANDS)
+        data["v_floor"] = (
+            _dims(has_shots, "template", "subset"),
+            full((*lead, n_t, size), (*block, n_t, size)),
+        )
+        data["floor"] = (
+            _dims(has_shots, *mid, "template", "band"),
+            full((*lead, *n_sv, n_t, n_b), (*block, *n_sv, n_t, n_b)),
+        )
     data["matching_error"] = (("model", "sample"), full((n_m, n_s), (1, 1)))
     data["status"] = (("model", "sample"), full((n_m, n_s), (1, 1), np.int8, PENDING))
     data["error"] = (("model", "sample"), np.full((n_m, n_s), "", object))
@@ -200,6 +241,10 @@ def build(
     }
     if has_shots:
         coords["shot"] = np.asarray(shots, dtype=np.int64)
+    if noise_floor:
+        coords["band"] = _obj(FLOOR_BANDS)
+    if solvers is not None:
+        coords["solver"] = _obj(solvers)
     meta = dict(model_meta or {})
     for key in MODEL_META:
         values = meta.get(key, [None] * n_m)
@@ -215,6 +260,8 @@ def build(
             **{k: _attr(v) for k, v in (attrs or {}).items()},
         }
     )
+    if noise_floor:
+        ds.attrs["noise_floor"] = str(noise_floor)
     return ds
 
 

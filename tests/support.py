@@ -407,3 +407,32 @@ def tamper(path: Path, how: str) -> None:
         path.write_bytes(bytes(raw))
     else:
         raise ValueError(how)
+
+
+# ------------------------------------------------------------------ runs with several solvers
+
+
+def two_solver_run(n_samples: int = 4):
+    """A synthetic run with a ``solver`` dim: its 'exact' interactions are those of run
+    ``a`` (seed 0), its 'sgd' ones those of run ``b`` (seed 1, with ``a``'s ``v`` and
+    predictions). Returns ``(ds, a, b)``."""
+    import xarray as xr
+
+    from psens.synthetic import synthetic_run
+
+    a = synthetic_run(n_samples=n_samples, n_vars=(4,), seed=0)
+    b = synthetic_run(n_samples=n_samples, n_vars=(4,), seed=1)
+    games = ("I_and", "I_or", "gamma")
+    stacked = {
+        k: xr.concat([a[k], b[k]], dim=xr.DataArray(["exact", "sgd"], dims="solver")).transpose(
+            "model", "sample", "solver", "template", "subset"
+        )
+        for k in games
+    }
+    ds = a.drop_vars(games).assign(stacked)
+    ds.attrs["solver_method"] = "exact"
+    ds.attrs["solvers"] = json.dumps(
+        {"exact": {"solver_method": "exact"}, "sgd": {"solver_method": "sgd", "solver_steps": 7}}
+    )
+    b = b.assign(v=a["v"], prediction=a["prediction"])
+    return ds, a, b

@@ -70,9 +70,9 @@ def test_estimate_follows_the_measured_time(assets, tmp_path, monkeypatch, capsy
 
     real_block = runner._run_block
 
-    def timed(scorer, plan, m, s, run_id=None):  # a block as the runner times it
+    def timed(scorer, plan, m, s, *rest):  # a block as the runner times it
         t0 = time.perf_counter()
-        ok = real_block(scorer, plan, m, s, run_id)
+        ok = real_block(scorer, plan, m, s, *rest)
         took[s] = time.perf_counter() - t0
         return ok
 

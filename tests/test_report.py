@@ -23,6 +23,7 @@ def test_report_is_offline_and_complete(tmp_path):
     html = path.read_text()
     assert "cdn.jsdelivr" not in html and "esm.sh" not in html  # JavaScript is inlined
     assert "psens run summary" in html and "toy-7b-instruct: IPS" in html
+    assert "noise floor (jitter: v + N(0, 0.09²)" in html and "IPS − floor" in html
     spec = report_chart(ds).to_dict()
     assert len(spec["vconcat"]) == 3
     titles = str(spec)

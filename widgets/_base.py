@@ -23,6 +23,7 @@ import traitlets
 
 from psens._charts import PICK
 from psens._validation import check_in_interval, fail
+from psens.ips import select_solver, solver_names
 
 __all__ = [
     "EMBED_OPTIONS",
@@ -132,8 +133,9 @@ class BaseWidget(traitlets.HasTraits):
         Controls, body and a status line; what a notebook displays.
     """
 
-    #: traits whose change recomputes the chart
+    #: traits whose change recomputes the chart (``_common_state``: those of a base class)
     _state: ClassVar[tuple[str, ...]] = ()
+    _common_state: ClassVar[tuple[str, ...]] = ()
     #: the data field of the click selection (named PICK) that :meth:`on_select` reports
     _pick_field: ClassVar[str] = "model"
     #: clear ``selected`` when the chart is redrawn (a new chart has no pick)
@@ -147,7 +149,10 @@ class BaseWidget(traitlets.HasTraits):
         self._callbacks: list[Callable[[list[str]], Any]] = []
         self._watched: Any = None
         enable_offline()
-        self.controls: dict[str, ipywidgets.Widget] = self._controls()
+        self.controls: dict[str, ipywidgets.Widget] = {
+            **self._controls(),
+            **self._common_controls(),
+        }
         for name, control in self.controls.items():
             if name in self._control_none:  # a control value standing for the trait's None
                 ipywidgets.link(
@@ -160,13 +165,17 @@ class BaseWidget(traitlets.HasTraits):
         self.tables: dict[str, Any] = {}
         self.jchart = alt.JupyterChart(self._render(), embed_options=EMBED_OPTIONS)
         self._watch_selection()
-        self.observe(self._on_state, names=list(self._state))
+        self.observe(self._on_state, names=[*self._state, *self._common_state])
         wrap = ipywidgets.Layout(flex_flow="row wrap", align_items="flex-start")
         rows = [ipywidgets.Box(list(self.controls.values()), layout=wrap)] if self.controls else []
         self.ui = ipywidgets.VBox([*rows, self._body(), self.status])
 
     # -- to implement ---------------------------------------------------------------
     def _controls(self) -> dict[str, ipywidgets.Widget]:
+        return {}
+
+    def _common_controls(self) -> dict[str, ipywidgets.Widget]:
+        """Controls a base class adds after the widget's own (e.g. the solver dropdown)."""
         return {}
 
     def _compute(self) -> dict[str, Any]:
@@ -248,23 +257,61 @@ class BaseWidget(traitlets.HasTraits):
 class ChartWidget(BaseWidget):
     """Base class of the IPS widgets, built from a run Dataset (or a slice of one).
 
+    A run holding several solvers' interactions (a ``solver`` dim, config ``solver = [...]``)
+    gets a ``solver`` dropdown (the ``solver`` trait; default: the first solver): ``ds`` is
+    the run at that solver (:func:`psens.ips.select_solver`).
+
     Attributes
     ----------
     ds : xarray.Dataset
-        The run (or slice) the widget shows.
+        The run (or slice) the widget shows, at the chosen ``solver``.
+    run : xarray.Dataset
+        The run as given (every solver).
     model_names : list of str
+    solver_names : list of str
+        The solvers of the run (:func:`psens.ips.solver_names`).
     """
 
     _clear_pick_on_redraw = True
+    _common_state = ("solver",)
     selected = traitlets.List(traitlets.Unicode(), help="models picked on the chart")
     tau = traitlets.Float(0.1, help="salience threshold on normalised interactions")
+    solver = traitlets.Unicode(None, allow_none=True, help="whose interactions (solver dim)")
 
     def __init__(self, ds, **state: Any) -> None:
         check_run(ds, type(self).__name__)
-        self.ds = ds
+        self.run = ds
+        self.solver_names: list[str] = solver_names(ds)
+        self._selected_run: tuple[str | None, Any] | None = None
+        if "solver" in ds.dims and state.get("solver") is None:
+            state["solver"] = self.solver_names[0]
         self.model_names: list[str] = [str(m) for m in ds["model"].values]
         super().__init__(**state)
         self._build()
+
+    @property
+    def ds(self):
+        """The run at the chosen ``solver`` (the run itself when it has one solver)."""
+        solver = self.solver if "solver" in self.run.dims else None
+        if self._selected_run is None or self._selected_run[0] != solver:
+            self._selected_run = (solver, select_solver(self.run, solver))
+        return self._selected_run[1]
+
+    @traitlets.validate("solver")
+    def _valid_solver(self, proposal):
+        value = proposal["value"]
+        if value is not None and value not in self.solver_names:
+            fail(type(self).__name__, f"solver={value!r}", f"Use one of {self.solver_names}")
+        return value
+
+    def _common_controls(self) -> dict[str, ipywidgets.Widget]:
+        if "solver" not in self.run.dims:
+            return {}
+        return {
+            "solver": ipywidgets.Dropdown(
+                options=self.solver_names, value=self.solver, description="solver"
+            )
+        }
 
     @traitlets.validate("tau")
     def _valid_tau(self, proposal):

@@ -79,7 +79,7 @@ class FactorCompare(ChartWidget):
     ) -> None:
         check_run(ds, type(self).__name__)
         self._meta = model_meta(ds)
-        self._cache: dict[float, Any] = {}
+        self._cache: dict[tuple, Any] = {}
         self.factors = [
             f
             for f in FACTORS
@@ -167,7 +167,7 @@ class FactorCompare(ChartWidget):
 
     def per_sample(self):
         """Per-sample IPS ``(model, sample, [shot,] order)`` at the current τ (cached)."""
-        key = round(float(self.tau), 6)
+        key = (self.solver, round(float(self.tau), 6))
         if key not in self._cache:
             self._cache[key] = per_sample_ips(self.ds, self.tau)
         return self._cache[key]

@@ -11,6 +11,7 @@ import traitlets
 
 from psens._validation import fail
 from psens.ips.charts import order_ips_chart
+from psens.ips.floor import floor_label, floor_test_line, noise_floor
 from psens.ips.tables import (
     ORDER_LEVELS,
     model_meta,
@@ -32,7 +33,10 @@ class OrderIPS(ChartWidget):
     :math:`\\lfloor 2n/3\\rfloor`, high above, with n the sample's own number of variables;
     ``all`` is the plain IPS. Each bar is the mean over samples, skipping samples with no
     salient interaction of that order in any template pair (the tooltip says how many),
-    with a bootstrap CI over samples (:func:`psens.ips.tables.order_ips_table`).
+    with a bootstrap CI over samples (:func:`psens.ips.tables.order_ips_table`). A black tick
+    marks the noise floor of each bar (:func:`psens.ips.floor.noise_floor` at the current τ:
+    measured when the run has it, else jitter; the status line says which) and the tooltip
+    and status line give IPS − floor with its CI and p (:func:`psens.ips.floor.floor_test`).
 
     Parameters
     ----------
@@ -53,6 +57,11 @@ class OrderIPS(ChartWidget):
         order, models sorted by series and size (fig. 11).
     shot : int, optional
         Shot count to show when the run has a ``shot`` dim (default: the first).
+    floor : bool, optional
+        Show the noise floor. Default: on when the run has a measured floor or at most
+        :attr:`JITTER_GAMES` games (a jitter floor decomposes every game again on each τ).
+    solver : str, optional
+        A run with several solvers: whose interactions (default: the first).
 
     Examples
     --------
@@ -68,15 +77,22 @@ class OrderIPS(ChartWidget):
     types = traitlets.List(traitlets.Unicode(), default_value=["low", "mid", "high"])
     layout = traitlets.Enum(("grouped", "by_order"), default_value="grouped")
     shot = traitlets.Int(None, allow_none=True)
-    _state = ("tau", "models", "subset", "types", "layout", "shot")
+    floor = traitlets.Bool(True)
+    #: largest number of games (model × sample × [shot ×] template) whose jitter floor is on
+    #: by default (about 10 ms each on one core)
+    JITTER_GAMES = 500
+    _state = ("tau", "models", "subset", "types", "layout", "shot", "floor")
 
     def __init__(self, ds, *, models: Sequence[str] | None = None, **state: Any) -> None:
         check_run(ds, type(self).__name__)
         names = [str(m) for m in ds["model"].values]
         if "shot" in ds.dims and state.get("shot") is None:
             state["shot"] = int(ds["shot"].values[0])
-        self._cache: dict[float, Any] = {}
+        self._cache: dict[tuple, Any] = {}
         self._meta = model_meta(ds)
+        if state.get("floor") is None:
+            games = ds["v"].size // max(ds.sizes["subset"], 1) if "v" in ds else 0
+            state["floor"] = "floor" in ds.variables or 0 < games <= self.JITTER_GAMES
         super().__init__(ds, models=list(models) if models is not None else names, **state)
 
     @traitlets.validate("models")
@@ -110,6 +126,7 @@ class OrderIPS(ChartWidget):
                 value=self.layout,
             ),
             "models": self._models_control(),
+            "floor": ipywidgets.Checkbox(value=self.floor, description="noise floor"),
         }
         if "shot" in self.ds.dims:
             shots = [int(s) for s in self.ds["shot"].values]
@@ -118,19 +135,30 @@ class OrderIPS(ChartWidget):
 
     def per_sample(self):
         """Per-sample IPS ``(model, sample, [shot,] order)`` at the current τ (cached)."""
-        key = round(float(self.tau), 6)
+        key = (self.solver, round(float(self.tau), 6))
         if key not in self._cache:
             self._cache[key] = per_sample_ips(self.ds, self.tau)
+        return self._cache[key]
+
+    def noise_floor(self):
+        """The noise floor ``(model, sample, [shot,] template, order)`` at the current τ
+        (cached): measured when the run has it, else jitter."""
+        key = ("floor", self.solver, round(float(self.tau), 6))
+        if key not in self._cache:
+            self._cache[key] = noise_floor(self.ds, tau=self.tau)
         return self._cache[key]
 
     def _compute(self) -> dict[str, Any]:
         per = self.per_sample()
         keep = select_samples(self.ds, self.subset)["sample"].values
-        table = order_ips_table(per.sel(sample=keep), self._meta, self.shot)
+        floor = self.noise_floor().sel(sample=keep) if self.floor else None
+        table = order_ips_table(per.sel(sample=keep), self._meta, self.shot, floor=floor)
         return {"ips": table[table["model"].isin(self.models)].reset_index(drop=True)}
 
     def _chart(self, tables: dict[str, Any]) -> alt.TopLevelMixin:
         title = f"IPS by interaction order (τ = {self.tau:.2f}, samples: {self.subset})"
+        if "solver" in self.run.dims:
+            title += f", solver {self.solver}"
         return order_ips_chart(tables["ips"], orders=self.types, layout=self.layout, title=title)
 
     def _summary(self, tables: dict[str, Any]) -> str:
@@ -142,7 +170,15 @@ class OrderIPS(ChartWidget):
             rows = t[t["order"] == order]
             parts.append(f"{order}: {rows['ips'].mean():.3f}")
         skipped = int(t["n_skipped"].sum())
-        return (
+        text = (
             f"mean over models — {', '.join(parts)}; "
             f"{skipped} (model, sample, order) cells skipped for lack of salient interactions"
+        )
+        if "floor" not in t.columns:
+            return text + ". Noise floor off (floor=True shows it)"
+        rows = t[t["order"] == "all"]
+        tests = "; ".join(f"{r['model']}: {floor_test_line(r)}" for _, r in rows.iterrows())
+        return (
+            f"{text}. Noise floor ({floor_label(self.noise_floor())}, ticks), all orders: "
+            f"{rows['floor'].mean():.3f}; {tests}"
         )

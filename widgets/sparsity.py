@@ -70,7 +70,7 @@ class Sparsity(ChartWidget):
         state.setdefault("template", self.templates[0])
         if "shot" in ds.dims and state.get("shot") is None:
             state["shot"] = int(ds["shot"].values[0])
-        self._errors: dict[tuple[str, Any], pd.DataFrame] = {}
+        self._errors: dict[tuple, pd.DataFrame] = {}
         super().__init__(ds, models=list(models) if models is not None else names[:8], **state)
 
     def _one_of(self, name: str, value: str, options: list[str]) -> str:
@@ -129,7 +129,7 @@ class Sparsity(ChartWidget):
     def _error_rows(self) -> pd.DataFrame:
         frames = []
         for model in self.models:
-            key = (model, self.shot)
+            key = (model, self.shot, self.solver)
             if key not in self._errors:
                 self._errors[key] = matching_error_table(self.ds, [model], shot=self.shot)
             frames.append(self._errors[key])

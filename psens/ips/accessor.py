@@ -37,6 +37,7 @@ from psens.ips.metric import (
     order_band,
     order_masks,
     order_of_subsets,
+    select_solver,
 )
 from psens.ips.pairs import resolve_pair
 
@@ -123,6 +124,11 @@ class PsensAccessor:
             query, ds["template_a"].values, ds["template_b"].values, "ds.psens.pair"
         )
 
+    def sel_solver(self, solver: str | None = None) -> xr.Dataset:
+        """The run with one solver's interactions (default: the first);
+        :func:`psens.ips.select_solver`."""
+        return select_solver(self._ds, solver)
+
     def sel_pair(self, a: str | tuple[str, str], b: str | None = None) -> xr.Dataset:
         """The run at the template pair ``{a, b}`` (variables over ``pair``), by name:
         ``sel_pair("ips1", "ips4")`` or ``sel_pair("ips1-ips4")``."""
@@ -147,6 +153,7 @@ class PsensAccessor:
         salient_only: bool = False,
         order: str | None = None,
         words: bool = True,
+        solver: str | None = None,
     ) -> pd.DataFrame:
         r"""One row per model × sample × [shot ×] template × interaction (AND or OR, ``S≠∅``).
 
@@ -160,6 +167,9 @@ class PsensAccessor:
             Keep only interactions of this order band (§4.3; ``n`` the sample's own).
         words : bool
             Add the ``words`` column (the subset's words, ``'{w1, w2}'``).
+        solver : str, optional
+            Whose interactions, in a run with several (default: the first;
+            :func:`psens.ips.select_solver`).
 
         Returns
         -------
@@ -172,6 +182,7 @@ class PsensAccessor:
         ds = self._ds
         where = "ds.psens.to_frame"
         _check_run(ds, where, ["I_and", "I_or"])
+        ds = select_solver(ds, solver)
         check_in_interval(tau, where, "tau", 0.0, 1.0)
         if order is not None and order not in ORDER_LEVELS:
             fail(where, f"order={order!r} is unknown", f"Use one of {ORDER_LEVELS} or None")

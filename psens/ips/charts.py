@@ -79,8 +79,10 @@ def order_ips_chart(
     ``layout="by_order"``).
 
     ``table``: :func:`psens.ips.tables.order_ips_table`. Bars are the means over samples;
-    the whiskers (grouped layout) and the tooltip give the bootstrap CI. Click a bar to
-    pick a model (the :data:`PICK` selection).
+    the whiskers (grouped layout) and the tooltip give the bootstrap CI. With the table's
+    floor columns (``order_ips_table(..., floor=...)``) a black tick marks the noise floor
+    of each bar (grouped layout) and the tooltip gives the floor, IPS − floor with its CI
+    and p. Click a bar to pick a model (the :data:`PICK` selection).
     """
     need_columns(
         table,
@@ -100,6 +102,15 @@ def order_ips_chart(
         alt.Tooltip("n_used:Q", title="samples used"),
         alt.Tooltip("n_skipped:Q", title="samples skipped (no salient S)"),
     ]
+    has_floor = "floor" in data.columns
+    if has_floor:
+        tooltip += [
+            alt.Tooltip("floor_kind:N", title="noise floor"),
+            alt.Tooltip("floor:Q", format=".3f", title="floor"),
+            alt.Tooltip("diff:Q", format=".3f", title="IPS − floor"),
+            *_ci_tooltip("diff_lo", "diff_hi", "IPS − floor"),
+            alt.Tooltip("p_value:Q", format=".3g", title="p (IPS vs floor)"),
+        ]
     y = alt.Y("ips:Q", title="IPS", scale=alt.Scale(domain=[0, 2]))
     opacity = alt.condition(pick, alt.value(1.0), alt.value(0.3))
     if layout == "by_order":
@@ -147,7 +158,14 @@ def order_ips_chart(
         .mark_rule(color="black")
         .encode(**x, y="ips_lo:Q", y2="ips_hi:Q", opacity=opacity, tooltip=tooltip)
     )
-    chart = alt.layer(bars, whiskers).properties(
+    layers = [bars, whiskers]
+    if has_floor:
+        layers.append(
+            alt.Chart(data)
+            .mark_tick(color="black", thickness=2, strokeDash=[3, 2])
+            .encode(**x, y="floor:Q", opacity=opacity, tooltip=tooltip)
+        )
+    chart = alt.layer(*layers).properties(
         width=alt.Step(max(8, 36 // max(len(orders), 1))), height=260
     )
     return chart.properties(title=title) if title else chart

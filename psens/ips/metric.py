@@ -56,6 +56,8 @@ __all__ = [
     "pair_labels",
     "salient",
     "sample_ips",
+    "select_solver",
+    "solver_names",
     "sparsity_curve",
     "template_pairs",
     "topk_matching_error",
@@ -271,6 +273,52 @@ def _dataset_tau(I_or, tau: float, where: str) -> float:
     raise AssertionError  # unreachable
 
 
+def solver_names(ds) -> list[str]:
+    """The AND-OR solvers whose interactions a run holds: its ``solver`` coordinate (a run
+    with ``solver = [...]``), else its one solver (``solver_method`` attr)."""
+    if "solver" in getattr(ds, "dims", ()):
+        return [str(x) for x in ds["solver"].values]
+    return [str(getattr(ds, "attrs", {}).get("solver_method", "canonical"))]
+
+
+def select_solver(ds, solver: str | None = None):
+    """The run with one solver's interactions (``I_and``, ``I_or``, ``gamma``, ``floor``).
+
+    A run with a ``solver`` dim (config ``solver = ["canonical", "sgd"]``) is selected at
+    ``solver`` (default: the first) and the dim dropped; its ``solver_*`` attrs become that
+    solver's settings. A run with one solver is returned as it is (``solver``, when given,
+    must be that solver).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run or a slice of one.
+    solver : str, optional
+        ``"canonical"``, ``"exact"`` or ``"sgd"``.
+    """
+    import json
+
+    names = solver_names(ds)
+    if solver is not None and solver not in names:
+        fail("select_solver", f"solver={solver!r} is not in the run", f"Use one of {names}")
+    if "solver" not in getattr(ds, "dims", ()):
+        return ds
+    chosen = names[0] if solver is None else solver
+    out = ds.sel(solver=chosen, drop=True)
+    each = ds.attrs.get("solvers")
+    if isinstance(each, str) and each:
+        each = json.loads(each)
+    if isinstance(each, dict) and chosen in each:
+        out.attrs = {**ds.attrs, **each[chosen]}
+    out.attrs["solver_method"] = chosen
+    return out
+
+
+def _no_solver_for_arrays(solver: str | None, where: str) -> None:
+    if solver is not None:
+        fail(where, "solver= was given with arrays", "Pass solver= with a run Dataset only")
+
+
 def nanmean(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """Mean along ``axis`` skipping NaN; NaN (no warning) where nothing is left.
 
@@ -283,7 +331,9 @@ def nanmean(x: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
 
 
-def ips_pairs(I_and, I_or=None, tau: float = 0.1, order: Order | None = None):
+def ips_pairs(
+    I_and, I_or=None, tau: float = 0.1, order: Order | None = None, *, solver: str | None = None
+):
     r"""IPS of every unordered template pair, ``[..., pair]`` (NaN: no salient interaction).
 
     .. math::
@@ -293,14 +343,17 @@ def ips_pairs(I_and, I_or=None, tau: float = 0.1, order: Order | None = None):
 
     Pairs are ordered as :func:`template_pairs`. A run Dataset may be passed as the first
     argument (``I_or`` left out), as for :func:`ips`: the result is then a DataArray with a
-    ``pair`` dim labelled ``"a|b"``, computed block-wise by :func:`sample_ips`.
+    ``pair`` dim labelled ``"a|b"``, computed block-wise by :func:`sample_ips` (of one
+    ``solver``'s interactions: :func:`select_solver`).
     """
     if _is_dataset(I_and):
         tau = _dataset_tau(I_or, tau, "ips_pairs")
-        da = sample_ips(I_and, tau, orders="all" if order is None else order, per_pair=True)
+        order_arg = "all" if order is None else order
+        da = sample_ips(I_and, tau, orders=order_arg, per_pair=True, solver=solver)
         da.name = "ips" if order is None else f"ips_{order}"
         da.attrs["order"] = order or "all"
         return da
+    _no_solver_for_arrays(solver, "ips_pairs")
     if I_or is None:
         fail("ips_pairs", "I_or is missing", "Pass ips_pairs(I_and, I_or) or ips_pairs(ds)")
     a, b, union = _paired(I_and, I_or, tau, order, "ips")
@@ -311,7 +364,9 @@ def ips_pairs(I_and, I_or=None, tau: float = 0.1, order: Order | None = None):
         return np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
 
 
-def ips(I_and, I_or=None, tau: float = 0.1, order: Order | None = None):
+def ips(
+    I_and, I_or=None, tau: float = 0.1, order: Order | None = None, *, solver: str | None = None
+):
     r"""Interaction-based Prompt Sensitivity per sample (paper eq. 3), the mean over pairs.
 
     Parameters
@@ -325,6 +380,9 @@ def ips(I_and, I_or=None, tau: float = 0.1, order: Order | None = None):
         Salience threshold on normalised interactions (paper: 0.1).
     order : {"low", "mid", "high"}, optional
         Restrict to interactions of that order (§4.3).
+    solver : str, optional
+        For a run with several solvers' interactions: whose (default: the first;
+        :func:`select_solver`).
 
     Returns
     -------
@@ -346,7 +404,8 @@ def ips(I_and, I_or=None, tau: float = 0.1, order: Order | None = None):
     2.0
     """
     if _is_dataset(I_and):
-        return _ips_dataset(I_and, _dataset_tau(I_or, tau, "ips"), order)
+        return _ips_dataset(select_solver(I_and, solver), _dataset_tau(I_or, tau, "ips"), order)
+    _no_solver_for_arrays(solver, "ips")
     if I_or is None:
         fail("ips", "I_or is missing", "Pass ips(I_and, I_or) or ips(run_dataset)", TypeError)
     return nanmean(ips_pairs(I_and, I_or, tau, order))
@@ -403,6 +462,7 @@ def interaction_classes(
     *,
     order: Order | None = None,
     predictions=None,
+    solver: str | None = None,
 ) -> dict[str, np.ndarray]:
     r"""Stable/unstable classes of salient interactions for every template pair (§3.3, fig. 3b).
 
@@ -418,6 +478,8 @@ def interaction_classes(
     predictions : array_like, shape (..., template), optional
         The model's prediction per template; adds ``changed[..., pair]`` (the two templates'
         predictions differ), to split the counts as in fig. 3b (see :func:`class_shares`).
+    solver : str, optional
+        For a run with several solvers' interactions: whose (default: the first).
 
     Returns
     -------
@@ -435,7 +497,9 @@ def interaction_classes(
                 "predictions were given with a run Dataset",
                 "Leave them out: they come from the run's prediction variable",
             )
-        return _classes_dataset(I_and, _dataset_tau(I_or, tau, "interaction_classes"), order)
+        tau = _dataset_tau(I_or, tau, "interaction_classes")
+        return _classes_dataset(select_solver(I_and, solver), tau, order)
+    _no_solver_for_arrays(solver, "interaction_classes")
     if I_or is None:
         fail("interaction_classes", "I_or is missing", "Pass (I_and, I_or) or a run Dataset")
     a, b, union = _paired(I_and, I_or, tau, order, "interaction_classes")
@@ -650,6 +714,7 @@ def sample_ips(
     pairs: Any = None,
     per_pair: bool = False,
     models: Sequence[str] | None = None,
+    solver: str | None = None,
 ):
     r"""Per-sample IPS (eq. 3) of a run, for one or many thresholds and order bands.
 
@@ -676,6 +741,9 @@ def sample_ips(
         Keep the ``pair`` dim instead of averaging over pairs (NaN pairs skipped).
     models : sequence of str, optional
         Only these models (the others are never read).
+    solver : str, optional
+        For a run with several solvers' interactions (a ``solver`` dim): whose (default:
+        the first; :func:`select_solver`).
 
     Returns
     -------
@@ -699,6 +767,7 @@ def sample_ips(
     for name in ("I_and", "I_or"):
         if name not in ds:
             fail(where, f"the Dataset has no {name!r} variable", "Pass a psens run Dataset")
+    ds = select_solver(ds, solver)
     added = [d for d in ("model", "sample") if d not in ds["I_and"].dims]
     if added:  # a slice of a run: treat the missing dims as length one
         if models is not None and "model" in added:

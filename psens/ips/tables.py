@@ -42,6 +42,7 @@ from psens.ips.metric import (
     normalize,
     order_of_subsets,
     sample_ips,
+    select_solver,
     sparsity_curve,
 )
 from psens.store import DONE
@@ -199,15 +200,16 @@ def _blank_unfinished(ds, model: int, values: np.ndarray) -> np.ndarray:
     return np.where(rows, np.nan, values)
 
 
-def per_sample_ips(ds, tau: float = 0.1):
+def per_sample_ips(ds, tau: float = 0.1, *, solver: str | None = None):
     """Per-sample IPS of every model for each order of :data:`ORDER_LEVELS`.
 
     Returns a DataArray ``(model, sample, [shot,] order)``; NaN where a sample has no
     salient interaction of that order in any template pair. Computed by
     :func:`psens.ips.metric.sample_ips` (one model and a block of samples at a time, so a
-    lazily opened run is never loaded whole).
+    lazily opened run is never loaded whole), of one ``solver``'s interactions (default:
+    the run's first; :func:`psens.ips.select_solver`).
     """
-    out = sample_ips(ds, tau, orders=ORDER_LEVELS)
+    out = sample_ips(ds, tau, orders=ORDER_LEVELS, solver=solver)
     out.attrs["tau"] = tau
     return out.rename("ips")
 
@@ -240,12 +242,13 @@ def order_ips_table(
     meta: pd.DataFrame,
     shot: int | None = None,
     *,
+    floor=None,
     n_boot: int = 1000,
     ci: float = 0.95,
     seed: Any = 0,
 ) -> pd.DataFrame:
     """IPS per model and order band: the mean over samples (NaN skipped) with a bootstrap
-    CI over samples (fig. 4a / 9 / 11).
+    CI over samples (fig. 4a / 9 / 11), and the noise floor next to it when given.
 
     Parameters
     ----------
@@ -255,14 +258,19 @@ def order_ips_table(
         :func:`model_meta`, merged into the rows.
     shot : int, optional
         Shot count of a run with a ``shot`` dim (default: the first).
+    floor : xarray.DataArray, optional
+        The run's noise floor (:func:`psens.ips.floor.noise_floor`, measured or jitter):
+        adds its mean ``floor`` (over templates and samples) and the paired test of IPS
+        against it (:func:`psens.ips.floor.floor_test`): ``diff, diff_lo, diff_hi,
+        effect_size, p_value, exceeds``, ``n_paired`` (its ``n``) and ``floor_kind``.
     n_boot, ci, seed
         Bootstrap resamples, CI level and seed (:mod:`psens.ips.factors.stats`).
 
     Returns
     -------
     DataFrame
-        ``model, order, ips, ips_lo, ips_hi, n_used, n_skipped`` and the model metadata;
-        sorted by model then order.
+        ``model, order, ips, ips_lo, ips_hi, n_used, n_skipped`` [and the floor columns]
+        and the model metadata; sorted by model then order.
     """
     da = at_shot(per_sample, shot).transpose("model", "order", "sample")
     values = np.asarray(da.values, dtype=float)  # [model, order, sample]
@@ -280,6 +288,21 @@ def order_ips_table(
             "n_skipped": (values.shape[-1] - used).ravel(),
         }
     )
+    if floor is not None:
+        from psens.ips.floor import floor_test
+
+        test = floor_test(
+            at_shot(per_sample, shot),
+            at_shot(floor, shot),
+            n_boot=n_boot,
+            n_perm=2 * n_boot,
+            ci=ci,
+            seed=seed,
+        )
+        keep = ["model", "order", "floor", "diff", "diff_lo", "diff_hi", "effect_size"]
+        keep += ["p_value", "exceeds", "n", "floor_kind"]
+        test = test[keep].astype({"model": str, "order": str}).rename(columns={"n": "n_paired"})
+        out = out.merge(test, on=["model", "order"], how="left")
     return out.merge(meta, on="model", how="left")
 
 
@@ -307,8 +330,11 @@ def class_table(
     pair: int | None = None,
     order: str | None = None,
     shot: int | None = None,
+    solver: str | None = None,
 ) -> pd.DataFrame:
     """Shares of the three interaction classes per model, split by output change (fig. 3b).
+
+    ``solver``: whose interactions, in a run with several (default: the first).
 
     Parameters
     ----------
@@ -323,6 +349,7 @@ def class_table(
     DataFrame with ``model, group (changed/unchanged/all), class, label, share, count,
     n_pairs`` (``n_pairs``: sample × template pairs in the group).
     """
+    ds = select_solver(ds, solver)
     names = [str(m) for m in ds["model"].values]
     rows = []
     for model in models:
@@ -374,6 +401,7 @@ def case_table(
     tau: float = 0.1,
     top_k: int = 10,
     shot: int | None = None,
+    solver: str | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The top salient interactions of one sample under two templates (fig. 3a / 19).
 
@@ -388,6 +416,7 @@ def case_table(
     info : dict
         ``words``, ``predictions`` and ``correct`` per template, ``target``, ``n_salient``.
     """
+    ds = select_solver(ds, solver)
     ta, tb = templates
     if ta == tb:
         fail("psens.widgets.CaseStudy", "both templates are the same", "Pick two templates")
@@ -609,12 +638,19 @@ def _one_game(ds, model: str, sample: str, template: str, shot: int | None):
 
 
 def sparsity_table(
-    ds, models: Sequence[str], sample: str, template: str, shot: int | None = None
+    ds,
+    models: Sequence[str],
+    sample: str,
+    template: str,
+    shot: int | None = None,
+    *,
+    solver: str | None = None,
 ) -> pd.DataFrame:
     """Sorted normalised :math:`|\\tilde I|` of one sample and template, per model (fig. 2a).
 
     Columns ``model, rank, strength`` (rank 1 = strongest of the :math:`2(2^n-1)`).
     """
+    ds = select_solver(ds, solver)
     rows = []
     for model in models:
         _, _, a, o = _one_game(ds, model, sample, template, shot)
@@ -643,14 +679,21 @@ def _topk_phi(a: np.ndarray, o: np.ndarray, fraction: float) -> np.ndarray:
 
 
 def matching_curve(
-    ds, model: str, sample: str, template: str, fraction: float, shot: int | None = None
+    ds,
+    model: str,
+    sample: str,
+    template: str,
+    fraction: float,
+    shot: int | None = None,
+    *,
+    solver: str | None = None,
 ) -> pd.DataFrame:
     """The model's output on every masked input, sorted ascending, against the logical
     model with only the top ``fraction`` of interactions (fig. 2b).
 
     Columns ``rank, mask, label, v, phi, error``.
     """
-    n, v, a, o = _one_game(ds, model, sample, template, shot)
+    n, v, a, o = _one_game(select_solver(ds, solver), model, sample, template, shot)
     cols = ["rank", "mask", "label", "v", "phi", "error"]
     if not np.isfinite(v).all():
         return pd.DataFrame(columns=cols)
@@ -675,7 +718,12 @@ FRACTIONS = (0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 
 
 def matching_error_table(
-    ds, models: Sequence[str], fractions: Sequence[float] = FRACTIONS, shot: int | None = None
+    ds,
+    models: Sequence[str],
+    fractions: Sequence[float] = FRACTIONS,
+    shot: int | None = None,
+    *,
+    solver: str | None = None,
 ) -> pd.DataFrame:
     r"""Mean matching error over every game of each model when keeping the top fraction.
 
@@ -684,6 +732,7 @@ def matching_error_table(
     scale compare.
     Columns ``model, fraction, error, relative, n_games``.
     """
+    ds = select_solver(ds, solver)
     names = [str(m) for m in ds["model"].values]
     n_vars = np.asarray(ds["n_vars"].values)
     rows = []

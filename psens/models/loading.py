@@ -51,6 +51,7 @@ from psens._validation import fail
 __all__ = [
     "PACKAGED_MODELS",
     "cache_root",
+    "check_available",
     "converted_folder",
     "file_digest",
     "load_model_and_tokenizer",
@@ -182,6 +183,78 @@ def resolve_source(name_or_path: str | os.PathLike, cache_dir=None) -> dict[str,
         FileNotFoundError,
     )
     raise AssertionError  # unreachable
+
+
+def _hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0").strip().lower() in ("1", "true", "yes", "on")
+
+
+def check_available(name_or_path: str | os.PathLike, cache_dir=None, timeout: float = 10.0) -> None:
+    """Refuse, before any work, a model that cannot be loaded.
+
+    A path, an installed packaged model or a hub model with a local copy passes at once
+    (a packaged model whose package is missing is refused with its ``pip`` line). Another
+    hub id is looked up on the hub (one metadata request): a mistyped id ("no such
+    model"), a gated model or an unreachable hub is refused with what to do; with
+    ``HF_HUB_OFFLINE=1`` a hub id without a local copy is refused without a request.
+
+    Raises
+    ------
+    ValueError
+        Naming the model, what is wrong and the fix.
+    """
+    where = "psens run"
+    src = resolve_source(name_or_path, cache_dir)
+    if src["kind"] == "gguf" and src["path"] is None:  # a packaged model: is it installed?
+        info = PACKAGED_MODELS[src["name"]]
+        if package_folder(info["module"]) is None:
+            fail(
+                where,
+                f"model {src['name']!r}: the package holding it is not installed",
+                f"Install it with `{info['pip']}`",
+            )
+        return
+    if src["kind"] != "hub":
+        return
+    hub = str(src["path"])
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - a dependency of transformers
+        return
+    cached = try_to_load_from_cache(hub, "config.json")
+    if isinstance(cached, str):
+        return
+    if _hub_offline():
+        fail(
+            where,
+            f"model {hub!r} is not in the local hub cache and the hub is off (HF_HUB_OFFLINE=1)",
+            "Check the spelling; download it once with the hub on (HF_HUB_OFFLINE=0), "
+            "or pass a local folder or GGUF file",
+        )
+    from huggingface_hub import HfApi
+    from huggingface_hub.utils import GatedRepoError, RepositoryNotFoundError
+
+    try:
+        HfApi().model_info(hub, timeout=timeout)
+    except GatedRepoError:
+        fail(
+            where,
+            f"model {hub!r} is gated on the hub",
+            "Accept its licence on the hub and log in (huggingface-cli login), "
+            "or pass a local copy",
+        )
+    except RepositoryNotFoundError:
+        fail(
+            where,
+            f"there is no model {hub!r} on the hub (mistyped, or private)",
+            "Check the spelling (org/name), log in for a private model, or pass a local path",
+        )
+    except Exception as exc:  # network: the load would fail the same way, later
+        fail(
+            where,
+            f"the hub cannot be reached to fetch {hub!r} ({type(exc).__name__})",
+            "Check the connection, or download the model once and pass its folder",
+        )
 
 
 def _resolve_path(p: Path, root: Path, where: str) -> dict[str, Any]:

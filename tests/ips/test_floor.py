@@ -69,3 +69,39 @@ def test_unknown_orders_are_refused():
         run_floor(ds, 0.05, orders=("all", "lowest"))
     with pytest.raises(ValueError, match="order"):
         floor_between(_games(), _games(), order="lowest")
+
+
+def test_floor_bands_is_floor_between_per_band():
+    from psens.ips.floor import floor_bands
+    from psens.ips.metric import ORDER_LEVELS
+    from psens.store import FLOOR_BANDS
+
+    assert FLOOR_BANDS == ORDER_LEVELS  # a run's stored bands are the metric's order levels
+    v = _games(n=6, batch=4, seed=4)
+    w = v + 0.05 * np.random.default_rng(5).normal(size=v.shape)
+    bands = floor_bands(v, w, orders=FLOOR_BANDS, solver="canonical", tau=0.1)
+    assert bands.shape == (4, 4)
+    for k, band in enumerate(FLOOR_BANDS):
+        np.testing.assert_array_equal(bands[:, k], floor_between(v, w, order=band))
+    with pytest.raises(ValueError, match="Use some of"):
+        floor_bands(v, w, orders=("all", "lowest"))
+
+
+def test_noise_floor_reads_a_stored_floor_and_leaves_out_unfinished_blocks():
+    from psens.ips.floor import noise_floor
+    from psens.store import FAILED, FLOOR_BANDS
+
+    ds = synthetic_run(n_samples=3, n_vars=(4,), seed=0)
+    values = np.random.default_rng(0).uniform(size=(*ds["p_target"].shape, len(FLOOR_BANDS)))
+    dims = (*ds["p_target"].dims, "band")
+    ds = ds.assign(floor=(dims, values)).assign_coords(band=list(FLOOR_BANDS))
+    ds.attrs["noise_floor"] = "float16"
+    ds["status"].values[0, 1] = FAILED
+    fl = noise_floor(ds, orders=("all", "high"))
+    assert fl.attrs["kind"] == "measured" and fl.attrs["dtype"] == "float16"
+    assert fl.dims == ("model", "sample", "template", "order")
+    assert list(fl["order"].values) == ["all", "high"]
+    assert np.isnan(fl.values[0, 1]).all()
+    np.testing.assert_array_equal(fl.values[0, 0], values[0, 0][:, [0, 3]])
+    with pytest.raises(ValueError, match="kind"):
+        noise_floor(ds, kind="stored")

@@ -1,0 +1,123 @@
+"""Regenerate (or check) the real runs shipped in ``data/runs/``.
+
+Each ``data/runs/<name>.toml`` is a ``psens run`` config; this script runs it from scratch
+into its store (``runs/shipped/<name>.zarr``) and exports the store to
+``data/runs/<name>.nc``, the file the notebooks and widgets open by default. ``--check``
+exports into a temporary folder and compares every array with the committed file instead
+(exit code 1 on any difference), so "regenerates bit for bit" is something a user can
+verify. Prints the CPU, the wall and CPU time per run and the file sizes.
+
+    python scripts/shipped_run.py            # regenerate every run (make shipped-run)
+    python scripts/shipped_run.py --check    # recompute and compare with data/runs/*.nc
+    python scripts/shipped_run.py --only arc # one of them
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "data" / "runs"
+
+
+def cpu_model() -> str:
+    """The CPU model name (``lscpu``), or the platform's processor string."""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                return line.split(":", 1)[1].strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def regenerate(config: Path, out: Path) -> dict:
+    """Run ``config`` from scratch (into its ``store``) and export it to ``out``."""
+    import psens
+    from psens import store
+    from psens.config import load_config
+
+    cfg = load_config(config)
+    wall, cpu = time.perf_counter(), time.process_time()
+    ds = psens.run(cfg, overwrite=True, progress=True)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    failed = int((ds["status"].values != store.DONE).sum())
+    if failed:
+        raise SystemExit(f"{config.name}: {failed} blocks did not finish; not exported")
+    store.to_netcdf(ds, out)
+    return {"wall": wall, "cpu": cpu, "bytes": out.stat().st_size}
+
+
+def compare(a: Path, b: Path) -> list[str]:
+    """Names of the variables and attributes that differ between two exported runs."""
+    import numpy as np
+    import xarray as xr
+
+    with xr.open_dataset(a, engine="h5netcdf") as x, xr.open_dataset(b, engine="h5netcdf") as y:
+        diffs = []
+        names = sorted(set(x.variables) | set(y.variables))
+        for name in names:
+            if name not in x.variables or name not in y.variables:
+                diffs.append(f"{name} (only in one file)")
+                continue
+            u, w = x[name].values, y[name].values
+            if u.shape != w.shape:
+                diffs.append(f"{name} (shape {u.shape} vs {w.shape})")
+            elif u.dtype.kind == "f":
+                if not np.array_equal(u, w, equal_nan=True):
+                    gap = np.nanmax(np.abs(u - w)) if np.isfinite(u - w).any() else np.nan
+                    diffs.append(f"{name} (max |diff| {gap:.3g})")
+            elif not np.array_equal(u, w):
+                diffs.append(f"{name}")
+        for key in sorted(set(x.attrs) | set(y.attrs)):
+            if key in ("run_id", "created"):  # new for every run by design
+                continue
+            if str(x.attrs.get(key)) != str(y.attrs.get(key)):
+                diffs.append(f"attrs[{key!r}]")
+        return diffs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="compare with the committed files")
+    parser.add_argument("--only", help="the name of one config in data/runs/ (e.g. arc)")
+    args = parser.parse_args(argv)
+    configs = sorted(RUNS.glob("*.toml"))
+    if args.only:
+        configs = [c for c in configs if c.stem == args.only]
+        if not configs:
+            print(f"shipped_run: no data/runs/{args.only}.toml", file=sys.stderr)
+            return 2
+    os.chdir(ROOT)
+    print(f"CPU: {cpu_model()} ({os.cpu_count()} cores)", file=sys.stderr)
+    status = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for config in configs:
+            target = RUNS / f"{config.stem}.nc"
+            out = Path(tmp) / target.name if args.check else target
+            got = regenerate(config, out)
+            print(
+                f"{config.stem}: {got['wall'] / 60:.1f} min wall, {got['cpu'] / 60:.1f} min CPU, "
+                f"{got['bytes'] / 2**20:.2f} MiB -> {target.relative_to(ROOT)}",
+                file=sys.stderr,
+            )
+            if args.check:
+                diffs = compare(target, out)
+                if diffs:
+                    status = 1
+                    print(f"{config.stem}: differs in {', '.join(diffs)}", file=sys.stderr)
+                else:
+                    print(f"{config.stem}: identical to the committed file", file=sys.stderr)
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
