@@ -16,7 +16,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: shipped-run shipped-check install demo lab test test-slow test-integration test-browser bench lint format notebooks clean
+.PHONY: shipped-run shipped-check install demo lab test test-slow test-integration test-browser docs bench lint format notebooks clean
 
 install: $(STAMP)
 
@@ -68,6 +68,12 @@ test-integration: $(STAMP)
 # JupyterLab + headless Chromium (Debian's chromium, installed with apt when missing).
 test-browser: $(STAMP)
 	bash scripts/test_browser.sh
+
+# The README images (docs/img/demo_report.png, order_ips_widget.png) from the demo run:
+# `make demo` first (it resumes at once when the run is done), then JupyterLab + Chromium.
+docs: $(STAMP)
+	$(PY) -m psens.demo
+	$(PY) scripts/docs_images.py
 
 bench: $(STAMP)
 	$(PY) scripts/bench.py

@@ -23,6 +23,7 @@ __all__ = [
     "TEMPLATE_COLORS",
     "ZONE_COLORS",
     "altair",
+    "known_or",
     "need_columns",
 ]
 
@@ -71,3 +72,10 @@ def need_columns(df: Any, columns: Sequence[str], where: str) -> Any:
     if missing:
         fail(where, f"the table lacks columns {missing}", f"Pass a table with {list(columns)}")
     return df
+
+
+def known_or(column: Any, missing: str = "unknown") -> Any:
+    """``column`` (a pandas Series used as a colour) with missing values (NaN, None, '')
+    written as ``missing``, so a legend never shows "null", "undefined" or a blank entry."""
+    text = column.astype(object)
+    return text.where(text.notna() & (text.astype(str) != ""), missing).astype(str)

@@ -52,7 +52,15 @@ from psens import store
 from psens._validation import fail
 from psens.config import RunConfig
 
-__all__ = ["estimate", "fingerprints", "run", "select_items", "summarize"]
+__all__ = [
+    "block_prompts",
+    "estimate",
+    "fingerprints",
+    "recalibrate",
+    "run",
+    "select_items",
+    "summarize",
+]
 
 #: masked prompts per second of a 135M-parameter model on one 2-core CPU (measured), used
 #: to print a rough time estimate before a run; larger models scale ~linearly with size.
@@ -181,17 +189,33 @@ class Plan:
 # ----------------------------------------------------------------------------- estimate
 
 
-def estimate(plan: Plan) -> dict[str, Any]:
-    """Forward passes, a rough time and the store size of a run (printed before it starts)."""
+def _model_scale(model: str) -> float:
+    """How much slower than the 135M reference a model is (~linear in its size, at least 1)."""
     from psens.models import lookup
 
+    row = lookup(model) or {}
+    params = float(row.get("params") or REFERENCE_PARAMS)
+    return max(1.0, params / REFERENCE_PARAMS)
+
+
+def block_prompts(plan: Plan, sample: int) -> int:
+    """Masked prompts of one block (all templates and shot settings of ``sample``): the
+    weight of the block in the progress bar and the time estimate (``2**n`` per prompt)."""
+    return (1 << len(plan.variables[sample])) * len(plan.templates) * len(plan.shot_keys)
+
+
+def estimate(plan: Plan) -> dict[str, Any]:
+    """Forward passes, a rough time and the store size of a run (printed before it starts).
+
+    The time assumes ``REFERENCE_RATE`` masked prompts per second for a 135M model (measured
+    on one 2-core CPU), slower in proportion to model size: it is rough until the first
+    block has run on this machine (:func:`recalibrate`).
+    """
     cfg = plan.cfg
     passes = plan.forward_passes()
     seconds = 0.0
     for m in cfg.model_names:
-        row = lookup(m) or {}
-        params = float(row.get("params") or REFERENCE_PARAMS)
-        scale = max(1.0, params / REFERENCE_PARAMS)
+        scale = _model_scale(m)
         share = passes / len(cfg.models)
         predictions = len(plan.items) * len(plan.shot_keys) * len(plan.templates)
         loads = LOAD_SECONDS * (2 if cfg.floor_dtype else 1)
@@ -201,6 +225,33 @@ def estimate(plan: Plan) -> dict[str, Any]:
     games += 1 if cfg.floor_dtype else 0  # v_floor
     size = cells * (1 << plan.n_max) * 8 * games + cells * 200
     return {"forward_passes": passes, "seconds": seconds, "store_bytes": size}
+
+
+def recalibrate(
+    plan: Plan,
+    todo: Sequence[tuple[int, int]],
+    first: tuple[int, int],
+    seconds: float,
+    load_seconds: float = LOAD_SECONDS,
+) -> dict[str, float]:
+    r"""The time left once block ``first`` has taken ``seconds`` on this machine.
+
+    The block's measured rate :math:`r = w_1 / t_1` (masked prompts per second, ``w`` =
+    :func:`block_prompts`) replaces the reference rate: every block ``b`` still to do takes
+    :math:`w_b\,k_{m(b)} / (r\,k_{m_1})`, with :math:`k` the model-size factor of
+    :func:`estimate`, plus ``load_seconds`` (scaled the same way) for each model still to
+    load. ``todo`` lists the blocks after ``first``, in run order.
+
+    Returns ``{"rate": r, "seconds_left": ...}``.
+    """
+    m1, s1 = first
+    rate = block_prompts(plan, s1) / max(seconds, 1e-9)
+    models = plan.cfg.model_names
+    k1 = _model_scale(models[m1])
+    left = sum(block_prompts(plan, s) * _model_scale(models[m]) / k1 for m, s in todo) / rate
+    later = {m for m, _ in todo} - {m1}
+    left += sum(load_seconds * _model_scale(models[m]) / k1 for m in later)
+    return {"rate": rate, "seconds_left": left}
 
 
 def _check_reachable(scheduler: str | None, timeout: float = 5.0) -> None:
@@ -652,6 +703,13 @@ def _open_or_create(plan: Plan, overwrite: bool):
         recorded = ds.attrs.get("fingerprints")
         if recorded:  # stores of an older psens have none: nothing to compare
             old = json.loads(recorded) if isinstance(recorded, str) else recorded
+            # attrs are stored with sorted keys: the store's sample coord has the run's order
+            items = old.get("items", {})
+            order = [str(x) for x in ds["sample"].values]
+            old["items"] = {
+                **{k: items[k] for k in order if k in items},
+                **{k: v for k, v in items.items() if k not in order},
+            }
             _check_fingerprints(path, old, fingerprints(plan))
         return ds
     perturb = [prompts.get_template(t).perturbation for t in plan.templates]
@@ -728,8 +786,9 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
     say(
         f"psens run: {len(cfg.models)} model(s) x {len(plan.items)} samples x "
         f"{len(plan.templates)} templates x {len(plan.shot_keys)} shot setting(s); "
-        f"{est['forward_passes']:,} masked prompts (~{_fmt_time(est['seconds'])} on a 2-core "
-        f"CPU), store ~{_fmt_bytes(est['store_bytes'])}"
+        f"{est['forward_passes']:,} masked prompts (roughly {_fmt_time(est['seconds'])} at the "
+        f"speed of a reference 2-core CPU; timed on this machine after the first block), "
+        f"store ~{_fmt_bytes(est['store_bytes'])}"
     )
     _check_disk(Path(cfg.store), est["store_bytes"])
     _check_reachable(cfg.scheduler)
@@ -752,9 +811,9 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
         if len(todo) < plan.blocks:
             say(f"resuming: {plan.blocks - len(todo)} of {plan.blocks} blocks already done")
         if cfg.scheduler:
-            _run_dask(cfg, todo, progress, run_id)
+            _run_dask(cfg, plan, todo, progress, run_id)
         else:
-            _run_serial(cfg, plan, todo, progress, run_id)
+            _run_serial(cfg, plan, todo, progress, run_id, say)
     ds = store.open_run(cfg.store)
     say(summarize(ds, wall=time.perf_counter() - start))
     return ds
@@ -785,21 +844,51 @@ def _recompute_damaged(path: str, run_id: str | None, say) -> None:
             store.write_block(path, m, s, {"status": store.PENDING}, run_id=run_id)
 
 
-def _run_serial(cfg: RunConfig, plan: Plan, todo, progress: bool, run_id: str | None) -> None:
+def _run_serial(
+    cfg: RunConfig, plan: Plan, todo, progress: bool, run_id: str | None, say=None
+) -> None:
+    """Blocks one by one, model by model. One progress bar counts masked prompts (so its rate
+    and ETA are measured on this machine, and a block of 2**8 prompts weighs 8 times one of
+    2**5); after the first block, ``say`` prints the time left at the measured rate."""
     from tqdm.auto import tqdm
 
     by_model: dict[int, list[int]] = {}
     for m, s in todo:
         by_model.setdefault(m, []).append(s)
-    for m, samples in tqdm(by_model.items(), desc="models", disable=not progress):
-        scorer, floor_scorer = _scorers(cfg, cfg.models[m])
-        name = cfg.model_names[m]
-        bar = tqdm(samples, desc=name, unit="sample", disable=not progress, leave=False)
-        for s in bar:
-            _run_block(scorer, plan, m, s, run_id, floor_scorer)
+    order = [(m, s) for m, samples in by_model.items() for s in samples]
+    total = sum(block_prompts(plan, s) for _, s in order)
+    calibrated, load = False, LOAD_SECONDS
+    with tqdm(total=total, unit="prompt", disable=not progress) as bar:
+        for k, (m, s) in enumerate(order):
+            if k == 0 or m != order[k - 1][0]:
+                bar.set_description(f"{cfg.model_names[m]} (loading)")
+                t0 = time.perf_counter()
+                scorer, floor_scorer = _scorers(cfg, cfg.models[m])
+                if k == 0:
+                    load = time.perf_counter() - t0
+                bar.set_description(cfg.model_names[m])
+                bar.unpause()  # the load is not scoring time: keep it out of the rate
+            t0 = time.perf_counter()
+            ok = _run_block(scorer, plan, m, s, run_id, floor_scorer)
+            took = time.perf_counter() - t0
+            bar.update(block_prompts(plan, s))
+            if ok and not calibrated and say is not None and k + 1 < len(order):
+                calibrated = True  # the first block that was scored (a failed one is quick)
+                est = recalibrate(plan, order[k + 1 :], (m, s), took, load)
+                rate = est["rate"]
+                line = (
+                    f"first block took {f'{took:.1f} s' if took < 10 else _fmt_time(took)} "
+                    f"({block_prompts(plan, s):,} masked prompts, "
+                    f"{f'{rate:.1f}' if rate < 10 else f'{rate:.0f}'}/s on this machine); "
+                    f"~{_fmt_time(est['seconds_left'])} left"
+                )
+                if progress:  # above the bar, not through it
+                    tqdm.write(line, file=sys.stderr)
+                else:
+                    say(line)
 
 
-def _run_dask(cfg: RunConfig, todo, progress: bool, run_id: str | None) -> None:
+def _run_dask(cfg: RunConfig, plan: Plan, todo, progress: bool, run_id: str | None) -> None:
     from dask.distributed import Client, LocalCluster, as_completed
 
     sched = str(cfg.scheduler)
@@ -817,13 +906,17 @@ def _run_dask(cfg: RunConfig, todo, progress: bool, run_id: str | None) -> None:
         client = Client(sched)
     try:
         cfg_dict = cfg.to_dict()
-        futures = [client.submit(_work_unit, cfg_dict, m, [s], run_id, pure=False) for m, s in todo]
+        futures = {
+            client.submit(_work_unit, cfg_dict, m, [s], run_id, pure=False): s for m, s in todo
+        }
         from tqdm.auto import tqdm
 
-        with tqdm(total=len(futures), desc="blocks", disable=not progress) as bar:
-            for fut in as_completed(futures):
+        total = sum(block_prompts(plan, s) for _, s in todo)
+        with tqdm(total=total, unit="prompt", disable=not progress) as bar:
+            bar.set_description("blocks")
+            for fut in as_completed(list(futures)):
                 fut.result()
-                bar.update(1)
+                bar.update(block_prompts(plan, futures[fut]))  # weighted by masked prompts
     finally:
         client.close()
         if cluster is not None:

@@ -6,6 +6,7 @@ import html
 import json
 import warnings
 
+import numpy as np
 import pytest
 
 pytest.importorskip("altair")
@@ -64,3 +65,47 @@ def test_report_escapes_hostile_ids_and_names(tmp_path):
         expected = report_chart(ds).to_dict()
     assert json.dumps(spec, sort_keys=True) == json.dumps(expected, sort_keys=True)
     assert html.escape("toy & <b>") in page.split("<body>")[-1]  # the summary text, escaped
+
+
+def test_report_explains_each_chart_and_the_case(tmp_path):
+    ds = synthetic_run(n_samples=4, n_vars=(3, 4))
+    words = np.array(ds["word"].values)
+    words[0, :3] = ["lay", "eggs", "NOT"]
+    prompts = np.array(ds["prompt"].values)
+    prompts[0, :] = "Question: Which one does NOT lay eggs?\nAnswer:"
+    config = json.dumps({"store": "runs/my run.zarr"})
+    ds = ds.assign_coords(word=(("sample", "var"), words)).assign(
+        prompt=(ds["prompt"].dims, prompts)
+    )
+    ds.attrs["config"] = config
+    page = write_report(ds, tmp_path / "r.html").read_text()
+    body = page.split("<body>")[-1].split("<script")[0]
+    # one sentence per chart: IPS and its scale, the dashed tau lines, the classes
+    assert "0–2 scale" in body and "0 means the same interactions" in body
+    assert "dashed lines at ±τ = ±0.1" in body
+    assert "same sign, similar effect" in body and "Output consistency" in body
+    # the templates' texts
+    assert "Question: … / ANSWERS: / A.… / B.… / ANSWER:" in body  # ips2
+    assert "A)… / B)…" in body  # ips5
+    # the case study names its question and words, not only the sample id
+    assert "Which one does NOT lay eggs?" in body and "lay, eggs, NOT" in body
+    # what next: exact commands on this store (quoted for the shell)
+    assert "PSENS_RUN=&#x27;runs/my run.zarr&#x27; make lab" in body
+    assert "psens summary &#x27;runs/my run.zarr&#x27;" in body
+    assert "psens.widgets.OrderIPS(ds)" in body
+
+
+def test_report_text_escapes_hostile_words_prompts_and_store(tmp_path):
+    ds = synthetic_run(n_samples=3, n_vars=(3,))
+    words = np.array(ds["word"].values)
+    words[0, 0] = HOSTILE
+    prompts = np.array(ds["prompt"].values, dtype=object)
+    prompts[0, :] = f"Question: {HOSTILE}"
+    ds = ds.assign_coords(word=(("sample", "var"), words)).assign(
+        prompt=(ds["prompt"].dims, prompts)
+    )
+    ds.attrs["config"] = json.dumps({"store": f"runs/{HOSTILE}.zarr"})
+    page = write_report(ds, tmp_path / "r.html").read_text()
+    assert "<script>alert" not in page and "</script><script>" not in page
+    body = page.split("<body>")[-1]
+    assert html.escape(HOSTILE) in body  # shown, as text

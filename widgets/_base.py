@@ -13,6 +13,7 @@ callbacks on it and :func:`link_models` lets one widget's pick drive another's m
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -57,18 +58,38 @@ def enable_offline() -> None:
         )
 
 
+#: pixels per character of option text and description (JupyterLab's 13 px sans-serif, with
+#: room for wide letters), and what a <select> adds around its text (padding, arrow)
+CHAR_PX, SELECT_PAD_PX = 8.0, 40
+#: control widths: sliders, and the least and most a choice control takes
+SLIDER_PX, MIN_CHOICE_PX, MAX_CHOICE_PX = 260, 220, 640
+
+
+def choice_width(control: ipywidgets.Widget) -> int:
+    """Width in pixels that shows a choice control's longest option and its description
+    in full (between ``MIN_CHOICE_PX`` and ``MAX_CHOICE_PX``)."""
+    labels = [str(x) for x in getattr(control, "_options_labels", ())]
+    text = max((len(x) for x in labels), default=0)
+    desc = len(getattr(control, "description", "") or "")
+    need = CHAR_PX * (text + desc) + SELECT_PAD_PX + (8 if desc else 0)
+    return int(min(MAX_CHOICE_PX, max(MIN_CHOICE_PX, math.ceil(need))))
+
+
 def _size(control: ipywidgets.Widget) -> None:
-    """Compact, uniform control sizes so a row of them wraps instead of scrolling."""
+    """Uniform control sizes so a row of them wraps instead of scrolling; choice controls
+    (dropdowns, lists) are wide enough for their longest option, e.g. a long model name."""
     style = getattr(control, "style", None)
     if style is not None and hasattr(style, "description_width"):
         style.description_width = "initial"
     if isinstance(control, ipywidgets.ToggleButtons):
         style.button_width = "auto"
         return
-    width = (
-        "260px" if isinstance(control, ipywidgets.FloatSlider | ipywidgets.IntSlider) else "220px"
-    )
-    control.layout.width = width
+    if isinstance(control, ipywidgets.FloatSlider | ipywidgets.IntSlider):
+        control.layout.width = f"{SLIDER_PX}px"
+    elif hasattr(control, "_options_labels"):
+        control.layout.width = f"{choice_width(control)}px"
+    else:
+        control.layout.width = f"{MIN_CHOICE_PX}px"
     control.layout.margin = "2px 12px 2px 0"
 
 
@@ -119,6 +140,9 @@ class BaseWidget(traitlets.HasTraits):
     _pick_field: ClassVar[str] = "model"
     #: clear ``selected`` when the chart is redrawn (a new chart has no pick)
     _clear_pick_on_redraw: ClassVar[bool] = False
+    #: trait -> the control value that stands for its None (a dropdown whose selected value
+    #: is None shows a blank box, so "all pairs" is e.g. "all" on the control, None here)
+    _control_none: ClassVar[dict[str, Any]] = {}
     selected = traitlets.List(traitlets.Unicode(), help="values picked on the chart")
 
     def _build(self) -> None:
@@ -130,7 +154,12 @@ class BaseWidget(traitlets.HasTraits):
             **self._common_controls(),
         }
         for name, control in self.controls.items():
-            ipywidgets.link((control, "value"), (self, name))
+            if name in self._control_none:  # a control value standing for the trait's None
+                ipywidgets.link(
+                    (control, "value"), (self, name), transform=self._none_transform(name)
+                )
+            else:
+                ipywidgets.link((control, "value"), (self, name))
             _size(control)
         self.status = ipywidgets.HTML()
         self.tables: dict[str, Any] = {}
@@ -168,6 +197,12 @@ class BaseWidget(traitlets.HasTraits):
         """Hook run after a pick (before the callbacks)."""
 
     # -- machinery ------------------------------------------------------------------
+    def _none_transform(self, name: str) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+        """(control -> trait, trait -> control) value maps for a trait listed in
+        ``_control_none``."""
+        mark = self._control_none[name]
+        return (lambda v: None if v == mark else v), (lambda v: mark if v is None else v)
+
     def chart(self) -> alt.TopLevelMixin:
         """The chart for the current state (a new ``alt.Chart`` value; nothing displayed)."""
         return self._chart(self._compute())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import altair as alt
 import ipywidgets
@@ -11,6 +11,7 @@ import traitlets
 
 from psens._validation import fail
 from psens.ips.charts import classes_chart
+from psens.ips.pairs import resolve_pair
 from psens.ips.tables import ORDER_LEVELS, class_table
 
 from ._base import ChartWidget, check_run
@@ -31,9 +32,10 @@ class InteractionClasses(ChartWidget):
     ----------
     ds : xarray.Dataset
         A psens run or a slice of one.
-    pair : int, optional
-        Index of a template pair on the run's ``pair`` dim (``ds.template_a`` /
-        ``ds.template_b``); None pools all pairs.
+    pair : int or str, optional
+        A template pair: its index on the run's ``pair`` dim (``ds.template_a`` /
+        ``ds.template_b``) or its name (``"ips1|ips2"``, ``"ips2-ips1"``; stored as the
+        index); None pools all pairs (shown as "all pairs").
     tau : float, default 0.1
     order : {"all", "low", "mid", "high"}
         Restrict to interactions of one order band.
@@ -50,10 +52,15 @@ class InteractionClasses(ChartWidget):
     """
 
     models = traitlets.List(traitlets.Unicode())
-    pair = traitlets.Int(None, allow_none=True)
+    pair = traitlets.Union(
+        [traitlets.Int(), traitlets.Unicode()], default_value=None, allow_none=True
+    )
     order = traitlets.Enum(ORDER_LEVELS, default_value="all")
     shot = traitlets.Int(None, allow_none=True)
     _state = ("tau", "models", "pair", "order", "shot")
+    #: the pair dropdown's value for "all pairs" (a None value would show a blank box)
+    ALL_PAIRS: ClassVar[str] = "all"
+    _control_none: ClassVar[dict[str, Any]] = {"pair": ALL_PAIRS}
 
     def __init__(self, ds, *, models: Sequence[str] | None = None, **state: Any) -> None:
         check_run(ds, type(self).__name__)
@@ -69,13 +76,20 @@ class InteractionClasses(ChartWidget):
     @traitlets.validate("pair")
     def _valid_pair(self, proposal):
         p, n = proposal["value"], self.ds.sizes.get("pair", 0)
+        if p == self.ALL_PAIRS:
+            return None
+        if isinstance(p, str):  # a pair by name
+            if "template_a" not in self.ds.coords:
+                fail("InteractionClasses", f"pair={p!r}: the run has no pair names", "Use an index")
+            a, b = self.ds["template_a"].values, self.ds["template_b"].values
+            return resolve_pair(p, a, b, "InteractionClasses")
         if p is not None and not 0 <= p < n:
             fail("InteractionClasses", f"pair={p} is out of range", f"Use 0..{n - 1} or None")
         return p
 
     def pair_options(self) -> list[tuple[str, int | None]]:
         """``(label, value)`` of every template pair, all pairs first."""
-        opts: list[tuple[str, int | None]] = [("all pairs", None)]
+        opts: list[tuple[str, int | None]] = [("all pairs", None)]  # None: ALL_PAIRS
         if "template_a" in self.ds.coords:
             for k, (a, b) in enumerate(
                 zip(self.ds["template_a"].values, self.ds["template_b"].values, strict=True)
@@ -86,7 +100,9 @@ class InteractionClasses(ChartWidget):
     def _controls(self) -> dict[str, ipywidgets.Widget]:
         out: dict[str, ipywidgets.Widget] = {
             "pair": ipywidgets.Dropdown(
-                options=self.pair_options(), value=self.pair, description="templates"
+                options=[(k, self.ALL_PAIRS if v is None else v) for k, v in self.pair_options()],
+                value=self.ALL_PAIRS if self.pair is None else self.pair,
+                description="templates",
             ),
             "tau": self._tau_control(),
             "order": ipywidgets.Dropdown(

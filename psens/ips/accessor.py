@@ -39,6 +39,7 @@ from psens.ips.metric import (
     order_of_subsets,
     select_solver,
 )
+from psens.ips.pairs import resolve_pair
 
 __all__ = ["PsensAccessor"]
 
@@ -109,30 +110,33 @@ class PsensAccessor:
 
     # ------------------------------------------------------------------------- pairs
 
-    def pair(self, a: str, b: str) -> int:
-        """Index of the unordered template pair ``{a, b}`` on the ``pair`` dim."""
+    def pair(self, a: str | tuple[str, str], b: str | None = None) -> int:
+        """Index of the unordered template pair ``{a, b}`` on the ``pair`` dim.
+
+        Either two template names (``pair("ips4", "ips1")``) or one pair name in either order
+        with ``|`` or ``-`` (``pair("ips1|ips4")``, ``pair("ips4-ips1")``); see
+        :func:`psens.ips.pairs.resolve_pair`.
+        """
         ds = self._ds
         _check_run(ds, "ds.psens.pair", ["template_a", "template_b"])
-        ta = [str(t) for t in ds["template_a"].values]
-        tb = [str(t) for t in ds["template_b"].values]
-        for k, (x, y) in enumerate(zip(ta, tb, strict=True)):
-            if {x, y} == {str(a), str(b)} and str(a) != str(b):
-                return k
-        names = sorted(set(ta) | set(tb))
-        fail("ds.psens.pair", f"no template pair ({a!r}, {b!r})", f"Use two of {names}")
-        raise AssertionError  # unreachable
+        query = a if b is None else (str(a), str(b))
+        return resolve_pair(
+            query, ds["template_a"].values, ds["template_b"].values, "ds.psens.pair"
+        )
 
     def sel_solver(self, solver: str | None = None) -> xr.Dataset:
         """The run with one solver's interactions (default: the first);
         :func:`psens.ips.select_solver`."""
         return select_solver(self._ds, solver)
 
-    def sel_pair(self, a: str, b: str) -> xr.Dataset:
-        """The run at the template pair ``{a, b}`` (variables over ``pair``), by name."""
+    def sel_pair(self, a: str | tuple[str, str], b: str | None = None) -> xr.Dataset:
+        """The run at the template pair ``{a, b}`` (variables over ``pair``), by name:
+        ``sel_pair("ips1", "ips4")`` or ``sel_pair("ips1-ips4")``."""
         return self._ds.isel(pair=self.pair(a, b))
 
     def pair_labels(self) -> list[str]:
-        """``"a|b"`` labels of the ``pair`` dim (the labels :func:`psens.ips.sample_ips` uses)."""
+        """``"a|b"`` labels of the ``pair`` dim: the names under which IPS results
+        (:func:`psens.ips.ips_pairs`, :func:`psens.ips.interaction_classes`) index it."""
         ds = self._ds
         _check_run(ds, "ds.psens.pair_labels", ["template_a", "template_b"])
         return [

@@ -26,6 +26,7 @@ from psens._charts import (
     PICK,
     TEMPLATE_COLORS,
     altair,
+    known_or,
     need_columns,
 )
 from psens.ips.metric import CLASSES, ORDER_LEVELS
@@ -480,8 +481,12 @@ def ips_ranking_chart(table: pd.DataFrame, *, title: str = "") -> alt.Chart:
 def ips_consistency_chart(table: pd.DataFrame, *, title: str = "") -> alt.Chart:
     """IPS against output consistency, one point per model (fig. 4b).
 
-    ``table`` columns ``model, ips, output_consistency`` (and optional metadata).
+    ``table`` columns ``model, ips, output_consistency`` (and optional metadata). Points are
+    coloured by ``kind`` when the table has it (a model without one: "unknown"); the dashed
+    least-squares line carries no colour (no legend entry).
     """
+    color = "kind" if "kind" in table else "model"
+    table = table.assign(**{color: known_or(table[color])})
     pick = _pick()
     points = (
         alt.Chart(table)
@@ -494,7 +499,7 @@ def ips_consistency_chart(table: pd.DataFrame, *, title: str = "") -> alt.Chart:
                 scale=alt.Scale(zero=False),
             ),
             y=alt.Y("ips:Q", title="IPS", scale=alt.Scale(zero=False)),
-            color=alt.Color("kind:N" if "kind" in table else "model:N"),
+            color=alt.Color(f"{color}:N"),
             opacity=alt.condition(pick, alt.value(1.0), alt.value(0.3)),
             tooltip=[
                 "model:N",

@@ -34,6 +34,7 @@ import numpy as np
 
 from psens._validation import check_game, check_in_interval, check_same_shape, fail
 from psens.interactions.transforms import reconstruct
+from psens.ips.pairs import pair_coords
 from psens.store import DONE, FAILED, PENDING
 
 __all__ = [
@@ -547,13 +548,13 @@ def _classes_dataset(ds, tau: float, order: Order | None):
             changed.append(res["changed"])
     stack = (lambda x: np.stack(x)) if "model" in lead else (lambda x: x[0])
     coords = {k: c for k, c in a_da.coords.items() if set(c.dims) <= set(lead)}
-    coords["pair"] = pair_labels(templates)
     coords["class"] = list(CLASSES)
+    i, j = template_pairs(len(templates))
     out = xr.Dataset(
         {"counts": ([*lead, "pair", "class"], stack(counts))},
         coords=coords,
         attrs={"tau": tau, "order": order or "all"},
-    )
+    ).assign_coords(pair_coords([templates[k] for k in i], [templates[k] for k in j]))
     if changed:
         out["changed"] = ([*lead, "pair"], stack(changed))
     return out
@@ -838,7 +839,12 @@ def sample_ips(
         tau=taus,
     )
     da = xr.DataArray(out, dims=dims, coords=coords, name="ips")
-    if not per_pair:
+    if per_pair:  # selectable by name: da.sel(pair="ips1|ips2") or "ips2-ips1"
+        i, j = template_pairs(len(tnames))
+        da = da.drop_vars("pair").assign_coords(
+            pair_coords([tnames[i[k]] for k in pair_idx], [tnames[j[k]] for k in pair_idx])
+        )
+    else:
         da = xr.DataArray(
             nanmean(da.values, axis=dims.index("pair")),
             dims=[d for d in dims if d != "pair"],

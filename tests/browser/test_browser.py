@@ -1,12 +1,11 @@
 """A real browser: JupyterLab + headless Debian Chromium, driven by Python playwright.
 
-Starts JupyterLab on 127.0.0.1 (free port, temporary JUPYTER_* dirs, kernel auto-start,
-no news popup) from this interpreter's environment, starts ``/usr/bin/chromium`` with a
-DevTools port and a fresh profile, connects playwright over CDP, opens
-``notebooks/04_orders.ipynb`` (a copy; tiny size), runs all cells, moves the τ slider of
-the first OrderIPS widget with the keyboard and clicks the layout toggle, and asserts that
-the chart changed and that no console error or failed request happened. Screenshots go to
-``build/browser/``. The server and the browser are stopped by PID in finalizers.
+JupyterLab (on 127.0.0.1) serves copies of notebooks 00, 02 and 04 at tiny size; each test
+opens one, runs all cells and changes one control, asserting that the chart changed, that
+dropdowns display their value (not a blank box) and show long names in full, and that no
+console error or failed request happened. The report test opens a report built from hostile
+ids. Screenshots go to ``build/browser/``. The machinery (servers started and stopped by
+PID) is :mod:`tests.browser.harness`.
 
 Run with ``make test-browser`` (installs chromium with apt when missing) or
 ``pytest -m browser tests/browser``. Never ``playwright install``: the browser is Debian's.
@@ -14,144 +13,47 @@ Run with ``make test-browser`` (installs chromium with apt when missing) or
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.browser import harness
 from tests.support import ROOT
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = os.environ.get("PSENS_CHROMIUM", "/usr/bin/chromium")
-NOTEBOOK = "04_orders.ipynb"
+NOTEBOOKS = ("00_start_here.ipynb", "02_case_studies.ipynb", "04_orders.ipynb")
 SHOTS = ROOT / "build" / "browser"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_http(url: str, timeout: float, proc: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{url}: process exited ({proc.returncode}):\n{log.read_text()}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.25)
-    raise TimeoutError(f"{url} did not answer in {timeout} s:\n{log.read_text()[-3000:]}")
-
-
-def _stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
-    """SIGTERM the process group led by ``proc.pid`` (its own session), then SIGKILL."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(grace)
-    except ProcessLookupError:
-        pass
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory, request):
-    """A JupyterLab server on loopback serving a temp folder with the notebook."""
+    """A JupyterLab server on loopback serving a temp folder with the notebooks."""
     pytest.importorskip("jupyterlab")
     home = tmp_path_factory.mktemp("lab")
-    root, conf, data, runtime, app_settings = (
-        home / d for d in ("root", "config", "data", "runtime", "app-settings")
-    )
-    for d in (root, conf / "labconfig", data, runtime, app_settings):
-        d.mkdir(parents=True)
-    shutil.copy(ROOT / "notebooks" / NOTEBOOK, root / NOTEBOOK)
-    (app_settings / "overrides.json").write_text(
-        json.dumps(
-            {
-                "@jupyterlab/notebook-extension:tracker": {"autoStartDefaultKernel": True},
-                "@jupyterlab/apputils-extension:notification": {
-                    "checkForUpdates": False,
-                    "fetchNews": "false",
-                },
-            }
-        )
-    )
-    (conf / "labconfig" / "page_config.json").write_text(
-        json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}})
-    )
-    env = dict(os.environ)
-    env.update(
-        JUPYTER_CONFIG_DIR=str(conf),
-        JUPYTER_DATA_DIR=str(data),
-        JUPYTER_RUNTIME_DIR=str(runtime),
-        JUPYTERLAB_SETTINGS_DIR=str(home / "user-settings"),
-        JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
-        PSENS_SIZE="tiny",
-        PSENS_RUN="",
-    )
-    port = _free_port()
-    log = home / "lab.log"
-    cmd = [
-        sys.executable, "-m", "jupyter", "lab", "--allow-root", "--no-browser",
-        "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
-        "--IdentityProvider.token=", "--ServerApp.password=",
-        "--LabApp.expose_app_in_browser=True", f"--LabApp.app_settings_dir={app_settings}",
-        f"--ServerApp.root_dir={root}",
-    ]  # fmt: skip
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            cmd, env=env, cwd=root, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    request.addfinalizer(lambda: _stop(proc))
-    _wait_http(f"http://127.0.0.1:{port}/api/status", 60, proc, log)
-    return {"url": f"http://127.0.0.1:{port}", "log": log, "pid": proc.pid}
+    root = home / "root"
+    root.mkdir()
+    for name in NOTEBOOKS:
+        shutil.copy(ROOT / "notebooks" / name, root / name)
+    info, stop = harness.start_lab(home, root, {"PSENS_SIZE": "tiny", "PSENS_RUN": ""})
+    request.addfinalizer(stop)
+    return info
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory, request):
     """Debian's headless Chromium, started by us (so we own its PID), reached over CDP."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} not found: apt-get install chromium (make test-browser does)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    port = _free_port()
-    log = profile.parent / "chromium.log"
-    flags = [
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run",
-        "--disable-dev-shm-usage", f"--user-data-dir={profile}",
-        f"--remote-debugging-port={port}", "--remote-debugging-address=127.0.0.1",
-        "--window-size=1400,1000", "about:blank",
-    ]  # fmt: skip
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [CHROMIUM, *flags], stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    request.addfinalizer(lambda: _stop(proc))
-    _wait_http(f"http://127.0.0.1:{port}/json/version", 30, proc, log)
-    pw = sync_api.sync_playwright().start()
-    request.addfinalizer(pw.stop)
-    return pw.chromium.connect_over_cdp(f"http://127.0.0.1:{port}")
+    if not Path(harness.CHROMIUM).exists():
+        pytest.skip(f"{harness.CHROMIUM} not found: apt-get install chromium (make test-browser)")
+    pytest.importorskip("playwright.sync_api")
+    browser, stop = harness.start_chromium(tmp_path_factory.mktemp("chromium") / "profile")
+    request.addfinalizer(stop)
+    return browser
 
 
-def test_orders_notebook_runs_and_reacts(lab, browser):
-    SHOTS.mkdir(parents=True, exist_ok=True)
+def _page(browser):
+    """A new page and the list its console errors, page errors and failed requests go to."""
     context = browser.contexts[0] if browser.contexts else browser.new_context()
     page = context.new_page()
     page.set_viewport_size({"width": 1400, "height": 1000})
@@ -165,31 +67,77 @@ def test_orders_notebook_runs_and_reacts(lab, browser):
         "response",
         lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None,
     )
+    return page, problems
+
+
+def _no_error_outputs(page) -> None:
+    errors = page.locator(".jp-OutputArea-output[data-mime-type*='error']")
+    assert errors.count() == 0, errors.first.inner_text()
+
+
+#: JS: for every <select> in ``root``: the shown text, whether it is blank, and whether the
+#: text fits the box (measured with the select's own font; 28 px for padding and arrow)
+_SELECTS = """root => [...root.querySelectorAll('.widget-dropdown select')].map(s => {
+    const opt = s.selectedIndex >= 0 ? s.options[s.selectedIndex] : null;
+    const text = opt ? opt.textContent.replace(/\u00a0/g, ' ') : '';
+    const ctx = document.createElement('canvas').getContext('2d');
+    const st = getComputedStyle(s);
+    ctx.font = `${st.fontWeight} ${st.fontSize} ${st.fontFamily}`;
+    const need = ctx.measureText(text).width + 28;
+    return {text, index: s.selectedIndex, fits: need <= s.clientWidth,
+            need: Math.round(need), width: s.clientWidth};
+})"""
+
+
+def _check_selects(output) -> list[dict]:
+    """Every dropdown of a widget output shows its value, in full."""
+    selects = output.evaluate(_SELECTS)
+    assert selects, "no dropdown found"
+    for s in selects:
+        assert s["index"] >= 0 and s["text"].strip(), f"a dropdown shows a blank value: {s}"
+        assert s["fits"], f"a dropdown cuts its value: {s}"
+    return selects
+
+
+#: JS: the (normalised: ipywidgets writes non-breaking spaces) text of every option
+_OPTIONS = "s => [...s.options].map(o => o.textContent.replace(/\\u00a0/g, ' '))"
+_SHOWN = "s => s.options[s.selectedIndex].textContent.replace(/\\u00a0/g, ' ')"
+
+
+def _select(select, label: str) -> None:
+    """Pick the option shown as ``label`` (as a user does: a change event on the select)."""
+    select.select_option(index=select.evaluate(_OPTIONS).index(label))
+
+
+def _chart_svg(output) -> str:
+    return output.locator(".vega-embed svg.marks").first.evaluate("e => e.outerHTML")
+
+
+def _wait_chart_text(page, output, text: str, timeout: int = 60_000) -> None:
+    page.wait_for_function(
+        "([e, t]) => { const s = e.querySelector('.vega-embed svg.marks');"
+        " return s && s.textContent.includes(t); }",
+        arg=[output.element_handle(), text],
+        timeout=timeout,
+    )
+
+
+def test_orders_notebook_runs_and_reacts(lab, browser):
+    """Notebook 04: the tau slider and the layout toggle of the first OrderIPS widget."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page, problems = _page(browser)
     try:
-        page.goto(f"{lab['url']}/lab/tree/{NOTEBOOK}", wait_until="domcontentloaded")
-        page.wait_for_function(
-            "() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
-            " const k = w && w.sessionContext && w.sessionContext.session"
-            " && w.sessionContext.session.kernel; return k && k.status === 'idle'; }",
-            timeout=90_000,
-        )
-        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-        page.wait_for_function(
-            "() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')];"
-            " return p.length > 0 && p.every(e => /\\[\\d+\\]/.test(e.textContent)); }",
-            timeout=120_000,
-        )
+        harness.open_and_run_all(page, f"{lab['url']}/lab/tree/04_orders.ipynb")
         page.wait_for_selector(".widget-slider .noUi-handle", timeout=30_000)
         page.wait_for_selector(".vega-embed svg.marks", timeout=30_000)
-        errors = page.locator(".jp-OutputArea-output[data-mime-type*='error']")
-        assert errors.count() == 0, errors.first.inner_text()
+        _no_error_outputs(page)
         page.screenshot(path=str(SHOTS / "04_orders_ran.png"))
 
         # the first OrderIPS widget: its tau slider and its chart sit in one output area
         output = page.locator(".jp-OutputArea-output", has=page.locator(".widget-slider")).first
         output.scroll_into_view_if_needed()
-        chart = output.locator(".vega-embed svg.marks").first
-        before = chart.evaluate("e => e.outerHTML")
+        _check_selects(output)
+        before = _chart_svg(output)
         output.screenshot(path=str(SHOTS / "order_ips_before.png"))
         handle = output.locator(".widget-slider .noUi-handle").first
         handle.focus()
@@ -198,13 +146,8 @@ def test_orders_notebook_runs_and_reacts(lab, browser):
         readout = output.locator(".widget-readout").first
         page.wait_for_function("e => e.textContent.trim() === '0.20'", arg=readout.element_handle())
         # each key press is a value change; wait for the chart of the last one
-        page.wait_for_function(
-            "e => { const s = e.querySelector('.vega-embed svg.marks');"
-            " return s && s.textContent.includes('τ = 0.20'); }",
-            arg=output.element_handle(),
-            timeout=60_000,
-        )
-        after = output.locator(".vega-embed svg.marks").first.evaluate("e => e.outerHTML")
+        _wait_chart_text(page, output, "τ = 0.20")
+        after = _chart_svg(output)
         assert after != before  # new bars, new title
         output.screenshot(path=str(SHOTS / "order_ips_tau_0.20.png"))
 
@@ -216,11 +159,114 @@ def test_orders_notebook_runs_and_reacts(lab, browser):
             arg=output.element_handle(),
             timeout=60_000,
         )
-        faceted = output.locator(".vega-embed svg.marks").first.evaluate("e => e.outerHTML")
-        assert faceted != after
+        assert _chart_svg(output) != after
         output.screenshot(path=str(SHOTS / "order_ips_by_order.png"))
     finally:
         page.screenshot(path=str(SHOTS / "04_orders_final.png"))
+        page.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_case_studies_notebook_pair_dropdown(lab, browser):
+    """Notebook 02: the template-pair dropdown shows "all pairs" (it was blank), every
+    dropdown shows its value in full, and picking a pair redraws the classes chart."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page, problems = _page(browser)
+    try:
+        harness.open_and_run_all(page, f"{lab['url']}/lab/tree/02_case_studies.ipynb")
+        page.wait_for_selector(".vega-embed svg.marks", timeout=30_000)
+        _no_error_outputs(page)
+        case = page.locator(".jp-OutputArea-output", has=page.locator(".widget-dropdown")).first
+        shown = [s["text"] for s in _check_selects(case)]  # model, sample, templates
+        assert any(t.startswith("toy-") for t in shown), shown
+
+        output = page.locator(
+            ".jp-OutputArea-output",
+            has=page.locator(".widget-dropdown select option", has_text="all pairs"),
+        ).first
+        output.scroll_into_view_if_needed()
+        pair = output.locator(".widget-dropdown", has_text="templates").locator("select")
+        _check_selects(output)  # not blank (a None value showed an empty box), not cut
+        assert pair.evaluate(_SHOWN) == "all pairs"
+        _wait_chart_text(page, output, "all pairs")
+        before = _chart_svg(output)
+        output.screenshot(path=str(SHOTS / "classes_all_pairs.png"))
+
+        _select(pair, "ips1 vs ips2")
+        _wait_chart_text(page, output, "ips1 vs ips2")
+        assert _chart_svg(output) != before
+        assert pair.evaluate(_SHOWN) == "ips1 vs ips2"
+        output.screenshot(path=str(SHOTS / "classes_ips1_ips2.png"))
+    finally:
+        page.screenshot(path=str(SHOTS / "02_case_studies_final.png"))
+        page.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_start_here_notebook_with_a_widget(lab, browser):
+    """Notebook 00 runs; a widget added at its end (on the notebook's ``ds``) reacts to its
+    samples dropdown."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page, problems = _page(browser)
+    try:
+        harness.open_and_run_all(page, f"{lab['url']}/lab/tree/00_start_here.ipynb")
+        _no_error_outputs(page)
+        page.screenshot(path=str(SHOTS / "00_start_here_ran.png"))
+        page.evaluate(
+            """async () => {
+            const app = window.jupyterapp, nb = app.shell.currentWidget.content;
+            nb.activeCellIndex = nb.widgets.length - 1;
+            await app.commands.execute('notebook:insert-cell-below');
+            await app.commands.execute('notebook:change-cell-to-code');
+            nb.activeCell.model.sharedModel.setSource(
+                'import psens.widgets as pw\\nw = pw.OrderIPS(ds)\\nw');
+            await app.commands.execute('notebook:run-cell');
+        }"""
+        )
+        harness.wait_cells_done(page)
+        output = page.locator(
+            ".jp-OutputArea-output", has=page.locator(".widget-dropdown", has_text="samples")
+        ).last
+        output.wait_for(timeout=60_000)
+        output.scroll_into_view_if_needed()
+        _wait_chart_text(page, output, "samples: all")
+        samples = output.locator(".widget-dropdown", has_text="samples").locator("select")
+        options = samples.evaluate(_OPTIONS)
+        assert options[0] == "all" and len(options) > 1, options
+        _check_selects(output)
+        before = _chart_svg(output)
+        _select(samples, options[1])
+        _wait_chart_text(page, output, f"samples: {options[1]}")
+        assert _chart_svg(output) != before
+        output.screenshot(path=str(SHOTS / "00_order_ips_subset.png"))
+
+        # long model names (hub ids) are shown in full by a model dropdown
+        page.evaluate(
+            """async () => {
+            const app = window.jupyterapp, nb = app.shell.currentWidget.content;
+            nb.activeCellIndex = nb.widgets.length - 1;
+            await app.commands.execute('notebook:insert-cell-below');
+            nb.activeCell.model.sharedModel.setSource(
+                'hub = ds.assign_coords(model=["meta-llama/Llama-3.1-8B-Instruct-" + str(m)'
+                + ' for m in ds.model.values])\\npw.CaseStudy(hub)');
+            await app.commands.execute('notebook:run-cell');
+        }"""
+        )
+        harness.wait_cells_done(page)
+        case = page.locator(
+            ".jp-OutputArea-output", has=page.locator(".widget-dropdown", has_text="model")
+        ).last
+        case.scroll_into_view_if_needed()
+        page.wait_for_function(
+            "e => e.querySelector('.vega-embed svg.marks') !== null",
+            arg=case.element_handle(),
+            timeout=60_000,
+        )
+        shown = [x["text"] for x in _check_selects(case)]
+        assert any(t.startswith("meta-llama/Llama-3.1-8B-Instruct-") for t in shown), shown
+        case.screenshot(path=str(SHOTS / "00_case_study_long_names.png"))
+    finally:
+        page.screenshot(path=str(SHOTS / "00_start_here_final.png"))
         page.close()
     assert not problems, "\n".join(problems)
 

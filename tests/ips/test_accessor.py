@@ -96,3 +96,52 @@ def test_ips_pairs_and_classes_take_a_run_dataset(run):
     np.testing.assert_array_equal(ips(run, 0.2).values, ips(run, tau=0.2).values)
     assert not np.array_equal(ips(run, 0.2).values, ips(run).values, equal_nan=True)
     np.testing.assert_array_equal(ips_pairs(run, 0.2).values, ips_pairs(run, tau=0.2).values)
+
+
+def test_pairs_are_selectable_by_name(run):
+    """`res.sel(pair=...)` takes a pair's name in either order, with `|` or `-`."""
+    p = ips_pairs(run, tau=0.1)
+    k = list(p["pair"].values).index("ips1|ips4")
+    want = p.isel(pair=k).values
+    for name in (
+        "ips1|ips4",
+        "ips4|ips1",
+        "ips1-ips4",
+        "ips4-ips1",
+        "ips1 vs ips4",
+        ("ips4", "ips1"),
+    ):
+        np.testing.assert_array_equal(p.sel(pair=name).values, want)
+    assert (p["pair_a"].values[k], p["pair_b"].values[k]) == ("ips1", "ips4")
+    two = p.sel(pair=["ips2-ips1", "ips5|ips4"])
+    assert list(two["pair"].values) == ["ips1|ips2", "ips4|ips5"]
+    assert list(two["pair_b"].values) == ["ips2", "ips5"]
+    means = p.mean("sample")  # the index survives reductions and slices
+    assert float(means.sel(pair="ips4-ips1", model=p["model"].values[0], shot=0)) == float(
+        means.isel(pair=k, model=0, shot=0)
+    )
+    c = interaction_classes(run, 0.1)
+    assert (c["counts"].sel(pair="ips2-ips1").values == c["counts"].isel(pair=0).values).all()
+    per = sample_ips(run, per_pair=True, orders="all")
+    assert float(per.sel(pair="ips5-ips3").isel(model=0, sample=0, shot=0)) == float(
+        per.isel(pair=-2, model=0, sample=0, shot=0)
+    )
+    with pytest.raises(KeyError, match=r"no template pair 'ips1-ips9'.*ips5"):
+        p.sel(pair="ips1-ips9")
+    # on the run itself, through the accessor
+    assert (
+        run.psens.pair("ips4-ips1") == run.psens.pair("ips1|ips4") == run.psens.pair("ips1", "ips4")
+    )
+    assert str(run.psens.sel_pair("ips4-ips1")["template_a"].values) == "ips1"
+    with pytest.raises(ValueError, match="no template pair 'ips1-ips1'"):
+        run.psens.pair("ips1-ips1")
+
+
+def test_ambiguous_pair_names_are_refused():
+    from psens.ips.pairs import resolve_pair
+
+    # template names with a "-": "a-b-c" is {a-b, c} and also {a, b-c}
+    with pytest.raises(ValueError, match="names 2 pairs"):
+        resolve_pair("a-b-c", ["a-b", "a"], ["c", "b-c"], "t")
+    assert resolve_pair(("a-b", "c"), ["a-b", "a"], ["c", "b-c"]) == 0
+    assert resolve_pair("a|b-c", ["a-b", "a"], ["c", "b-c"]) == 1

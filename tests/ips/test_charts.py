@@ -117,3 +117,31 @@ def test_chart_input_errors(results):
         plots.threshold_chart(results["scale"].pairs)
     with pytest.raises(ValueError, match="order"):
         plots.pair_bars(results["custom"], order="nope")
+
+
+def _legend_labels(chart) -> list[str]:
+    """The legend entries of ``chart`` as drawn (rendered to SVG by vl-convert)."""
+    import re
+
+    vlc = pytest.importorskip("vl_convert")
+    svg = vlc.vegalite_to_svg(chart.to_dict())
+    return re.findall(r'role-legend-label"[^>]*><text[^>]*>([^<]*)</text>', svg)
+
+
+def test_consistency_charts_have_no_undefined_legend_entry(run):
+    """The fitted line has no colour field: it must not add an "undefined" entry; a model
+    without metadata shows as "unknown", not "null"."""
+    table = F.ips_vs_consistency(run, n_boot=20)
+    labels = _legend_labels(plots.consistency_chart(table))
+    assert labels and set(table["family"]) <= set(labels)
+    assert not {"undefined", "null", "NaN", ""} & set(labels)
+    table.loc[table.index[0], "family"] = None
+    assert "unknown" in _legend_labels(plots.consistency_chart(table))
+
+    per = tables.per_sample_ips(run, 0.1)
+    orders = tables.order_ips_table(per.isel(shot=0), tables.model_meta(run))
+    rows = orders[orders["order"] == "all"][["model", "ips", "kind"]].reset_index(drop=True)
+    rows["output_consistency"] = tables.output_consistency(run, shot=0).loc[rows["model"]].values
+    rows.loc[0, "kind"] = float("nan")
+    labels = _legend_labels(ips_charts.ips_consistency_chart(rows))
+    assert "unknown" in labels and not {"undefined", "null", "NaN", ""} & set(labels)

@@ -177,6 +177,43 @@ def test_interaction_classes_controls(run):
     assert "low-order" in json.dumps(w.jchart.spec["title"])
 
 
+def test_pair_dropdown_shows_its_value(run):
+    """ "all pairs" is a value the dropdown displays (a None value showed a blank box)."""
+    w = W.InteractionClasses(run)
+    box = w.controls["pair"]
+    assert w.pair is None and box.index == 0 and box.label == "all pairs"
+    w.pair = 2
+    assert box.label == "ips1 vs ips4" and box.value == 2
+    w.pair = None
+    assert box.label == "all pairs" and box.index == 0
+    box.value = 1  # the control drives the trait both ways
+    assert w.pair == 1
+    box.label = "all pairs"
+    assert w.pair is None and w.tables["classes"]["count"].sum() > 0
+    w.pair = "ips2-ips1"  # a pair by name is stored as its index
+    assert w.pair == 0 and box.label == "ips1 vs ips2"
+    assert W.InteractionClasses(run, pair="ips5|ips4").controls["pair"].label == "ips4 vs ips5"
+    with pytest.raises(ValueError, match="no template pair"):
+        w.pair = "ips1-ips9"
+
+
+def test_choice_controls_show_long_model_names_in_full(run):
+    """Model dropdowns and lists are as wide as their longest name needs."""
+    long = "meta-llama/Llama-3.1-8B-Instruct-with-a-long-suffix"
+    ds = run.assign_coords(model=[long, *[str(m) for m in run["model"].values[1:]]])
+
+    def px(control):
+        return float(control.layout.width.removesuffix("px"))
+
+    case = W.CaseStudy(ds, model=long)
+    need = 7 * (len(long) + len("model"))  # at least 7 px per character of a 13 px font
+    assert px(case.controls["model"]) >= need
+    assert px(W.Sparsity(ds).controls["model"]) >= need
+    assert px(W.OrderIPS(ds).controls["models"]) >= 7 * (len(long) + len("models"))
+    assert px(case.controls["tau"]) == 260  # sliders keep their width
+    assert px(case.controls["template_a"]) == 220  # short options: the compact width
+
+
 # ----------------------------------------------------------------------------- case study
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from psens._charts import IPS_AXIS, altair, need_columns
+from psens._charts import IPS_AXIS, altair, known_or, need_columns
 from psens._validation import fail
 
 __all__ = [
@@ -211,6 +211,8 @@ def consistency_chart(table):
     """IPS vs output consistency per model, with a fitted line (fig. 4b)."""
     alt = altair()
     need_columns(table, ["model", "ips", "consistency"], "consistency_chart")
+    if "family" in table:  # a model outside the model table has no family: say so
+        table = table.assign(family=known_or(table["family"], "unknown"))
     base = alt.Chart(table)
     pts = base.mark_point(filled=True, size=60).encode(
         x=alt.X("consistency:Q", title="Output consistency", scale=alt.Scale(zero=False)),
@@ -219,7 +221,13 @@ def consistency_chart(table):
         tooltip=["model", alt.Tooltip("ips:Q", format=".3f"), "consistency"],
     )
     bars = base.mark_rule(opacity=0.4).encode(x="consistency:Q", y="ips_lo:Q", y2="ips_hi:Q")
-    line = pts.transform_regression("consistency", "ips").mark_line(color="gray")
+    # the fitted line has no family: built from the data, not the coloured points (whose
+    # colour it would inherit as an "undefined" legend entry)
+    line = (
+        base.transform_regression("consistency", "ips")
+        .mark_line(color="gray")
+        .encode(x="consistency:Q", y="ips:Q")
+    )
     layers = [pts, line] + ([bars] if "ips_lo" in table else [])
     return alt.layer(*layers).properties(title="IPS vs output consistency")
 

@@ -1,0 +1,115 @@
+"""Time estimates: rough before the run, timed on this machine after its first block."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+import psens.runner as runner
+from psens.config import RunConfig
+from tests.support import write_tiny_dataset, write_tiny_model
+
+#: seconds per masked prompt of the fake slow scorer (large enough that the sleep, not the
+#: store writes, dominates a block's time on a loaded machine)
+SLOW = 0.015
+
+
+@pytest.fixture(scope="module")
+def assets(tmp_path_factory):
+    d = tmp_path_factory.mktemp("assets")
+    return {"model": write_tiny_model(d / "model"), "data": write_tiny_dataset(d / "data.jsonl")}
+
+
+def _config(assets, store_path, **extra):
+    cfg = {
+        "store": str(store_path),
+        "models": [str(assets["model"])],
+        "dataset": "arc-challenge",
+        "dataset_path": str(assets["data"]),
+        "samples": ["q3", "q4", "q5"],  # 6, 7 and 7 words: blocks of 2**6 and 2**7 masks
+        "templates": ["ips1", "ips2"],
+        "n_vars": 7,
+        "solver": "exact",
+        "seed": 0,
+        "threads": 1,
+        "generate": False,
+    }
+    cfg.update(extra)
+    return cfg
+
+
+def test_block_weights_and_recalibration_by_hand(assets, tmp_path):
+    plan = runner.Plan(RunConfig.from_dict(_config(assets, tmp_path / "r.zarr")))
+    assert [runner.block_prompts(plan, s) for s in range(3)] == [2 * 64, 2 * 128, 2 * 128]
+    assert sum(runner.block_prompts(plan, s) for s in range(3)) == plan.forward_passes()
+    # first block: 128 prompts in 4 s -> 32/s; 512 prompts left -> 16 s
+    est = runner.recalibrate(plan, [(0, 1), (0, 2)], (0, 0), 4.0)
+    assert est == {"rate": 32.0, "seconds_left": 16.0}
+    # a second model of the same size costs its load time too
+    plan.cfg.models.append(plan.cfg.models[0])
+    est = runner.recalibrate(plan, [(0, 1), (1, 0)], (0, 0), 4.0, load_seconds=3.0)
+    assert est["seconds_left"] == pytest.approx((256 + 128) / 32 + 3.0)
+
+
+def test_estimate_follows_the_measured_time(assets, tmp_path, monkeypatch, capsys):
+    """A fake slow scorer (SLOW s per masked prompt): the estimate printed after the first
+    block matches the time the other blocks then take, not the reference rate."""
+    cfg = _config(assets, tmp_path / "run.zarr")
+    plan = runner.Plan(RunConfig.from_dict(cfg))
+    scorer = runner._scorer(plan.cfg, plan.cfg.models[0])
+    blocks = {s: runner.compute_block(scorer, plan, s) for s in range(3)}  # computed up front
+    took: dict[int, float] = {}
+
+    def slow(scorer, plan, sample):
+        time.sleep(SLOW * runner.block_prompts(plan, sample))
+        return dict(blocks[sample])
+
+    real_block = runner._run_block
+
+    def timed(scorer, plan, m, s, *rest):  # a block as the runner times it
+        t0 = time.perf_counter()
+        ok = real_block(scorer, plan, m, s, *rest)
+        took[s] = time.perf_counter() - t0
+        return ok
+
+    said: list[dict] = []
+    real = runner.recalibrate
+
+    def spy(*args, **kwargs):
+        said.append(real(*args, **kwargs))
+        return said[-1]
+
+    bars = []
+    import tqdm.auto
+
+    class Bar(tqdm.auto.tqdm):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            bars.append(self)
+
+    monkeypatch.setattr(runner, "compute_block", slow)
+    monkeypatch.setattr(runner, "_run_block", timed)
+    monkeypatch.setattr(runner, "recalibrate", spy)
+    monkeypatch.setattr(tqdm.auto, "tqdm", Bar)
+    t_start = time.perf_counter()
+    runner.run(cfg, progress=True)
+    err = capsys.readouterr().err
+    assert "roughly" in err and "timed on this machine after the first block" in err
+    assert "first block took" in err and "left" in err
+    assert len(said) == 1
+    left = said[0]["seconds_left"]
+    actual = took[1] + took[2]  # the blocks after the first, as they ran
+    # weighted: 512 prompts left at the first block's rate, ~4x its time (unweighted: 2x)
+    assert left == pytest.approx(actual, rel=0.35)
+    assert left == pytest.approx(512 / said[0]["rate"])
+    assert said[0]["rate"] == pytest.approx(128 / took[0], rel=0.05)
+    rough = runner.estimate(plan)["seconds"]  # the reference-rate estimate it replaces
+    assert abs(left - actual) < abs(rough - actual) / 2
+    (bar,) = bars  # one bar counting masked prompts, complete
+    assert bar.total == bar.n == plan.forward_passes() == 640
+    assert bar.unit == "prompt"
+    assert time.perf_counter() - t_start < 60
