@@ -8,11 +8,16 @@
 # **How to run.** Cell by cell, top to bottom. The `parameters` cell reads two environment
 # variables (papermill's `-p` sets the same names):
 #
-# * `PSENS_RUN=path/to/run.zarr` opens a stored run (from `psens.run`);
-# * otherwise `PSENS_SIZE=tiny` (default) builds a small **synthetic** run with the exact
-#   layout of a real one (no model is called, so the numbers illustrate the method, not the
-#   paper's findings), and `PSENS_SIZE=full` runs the paper-size configuration with
-#   `psens.run` (needs the model weights and hours of GPU time; it resumes where it stopped).
+# * `PSENS_RUN=path` opens a stored run: a `.zarr` store (`psens run`) or a `.nc` export
+#   (`psens export`);
+# * otherwise the real run shipped in `data/runs/arc.nc` is opened when the checkout has it,
+#   else (or with `PSENS_SIZE=tiny`) a small **synthetic** run with the exact layout of a
+#   real one is built in seconds (no model is called: its numbers illustrate the method, not
+#   the paper's findings, and its charts say "synthetic data"); `PSENS_SIZE=full` runs the
+#   paper-size configuration with `psens.run` (hours of GPU time; it resumes where it stopped).
+#
+# Every section checks what the run supports (models, shots, metadata) and says so when it
+# needs more. Where the paper is quoted, the cell below computes what this run shows.
 #
 # Every chart is a widget: move a control and the chart updates in place; click a model
 # on a chart to pick it (shift-click adds, double-click clears).
@@ -21,11 +26,12 @@
 # %% tags=["parameters"]
 import os
 
-# A stored run (a .zarr folder written by psens.run). Empty: make one below.
+# A stored run: a .zarr store (psens run) or a .nc file (psens export). Empty: the shipped
+# run data/runs/arc.nc when the checkout has it, else a synthetic run.
 PSENS_RUN = os.environ.get("PSENS_RUN", "")
-# "tiny": a synthetic run of the same schema, built in seconds (CI, first look).
-# "full": the paper-size configuration through psens.run (hours, GPU; resumable).
-PSENS_SIZE = os.environ.get("PSENS_SIZE", "tiny")
+# "": the shipped run (tiny when it is absent); "tiny": a synthetic run of the same schema,
+# built in seconds (CI, first look); "full": the paper-size configuration through psens.run.
+PSENS_SIZE = os.environ.get("PSENS_SIZE", "")
 
 
 # %%
@@ -51,6 +57,7 @@ FULL = dict(
 TINY = dict(n_samples=12, seed=0)
 
 ds = pw.load_run(PSENS_RUN, PSENS_SIZE, tiny=TINY, full=FULL)
+print(pw.describe(ds))
 ds
 
 
