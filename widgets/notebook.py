@@ -41,6 +41,8 @@ _ROOT = Path(__file__).resolve().parents[1]
 _REGISTRY = _ROOT / "data" / "models.csv"
 #: the real run shipped with the checkout (found from the package, so from any folder)
 SHIPPED_RUN = _ROOT / "data" / "runs" / "arc.nc"
+#: model kinds that count as "tuned" (instruct or chat)
+TUNED = {"instruct", "chat"}
 
 
 def registry_models(
@@ -197,37 +199,33 @@ def lacks(
     ``("base", "tuned")``, ``("dense", "moe")``; ``"tuned"`` = instruct or chat);
     ``hidden``: final-layer hidden-state metrics. ``instead`` is appended ("showing …").
     """
-    found = []
+    has, needs = [], []
     n_models = ds.sizes["model"]
     if n_models < models:
-        found.append(f"{_plural(n_models, 'model')}; {what} needs ≥ {models}")
+        has.append(_plural(n_models, "model"))
+        needs.append(f"≥ {models} models")
     if ds.sizes["template"] < templates:
-        found.append(f"{_plural(ds.sizes['template'], 'template')}; {what} needs ≥ {templates}")
+        has.append(_plural(ds.sizes["template"], "template"))
+        needs.append(f"≥ {templates} templates")
     if shots and not (0 in _shots(ds) and any(k > 0 for k in _shots(ds))):
-        have = "no shot settings" if not _shots(ds) else f"shots {_shots(ds)}"
-        found.append(f"{have}; {what} needs 0-shot and k-shot prompts")
+        has.append("no few-shot settings" if not _shots(ds) else f"shots {_shots(ds)}")
+        needs.append("0-shot and k-shot prompts")
     have_kinds = _meta_values(ds, "kind")
-    have_kinds |= {"tuned"} if have_kinds & {"instruct", "chat"} else set()
-    missing = [k for k in kinds if k not in have_kinds]
-    if missing:
-        found.append(
-            f"model kinds {sorted(have_kinds - {'tuned'}) or 'unknown'}; {what} needs "
-            + " and ".join(kinds)
-            + " models"
-        )
-    missing = [a for a in archs if a not in _meta_values(ds, "arch")]
-    if missing:
-        found.append(
-            f"architectures {sorted(_meta_values(ds, 'arch')) or 'unknown'}; {what} needs "
-            + " and ".join(archs)
-        )
+    if [k for k in kinds if k not in have_kinds | ({"tuned"} if have_kinds & TUNED else set())]:
+        has.append(f"model kinds {sorted(have_kinds) or 'unknown'}")
+        needs.append(" and ".join(kinds) + " models")
+    have_archs = _meta_values(ds, "arch")
+    if [a for a in archs if a not in have_archs]:
+        has.append(f"architectures {sorted(have_archs) or 'unknown'}")
+        needs.append(" and ".join(archs) + " models")
     if hidden and not all(
         k in ds and bool(ds[k].notnull().any()) for k in ("hidden_cosine", "hidden_l2")
     ):
-        found.append(f"no hidden-state metrics; {what} needs them")
-    if not found:
+        has.append("no hidden-state metrics")
+        needs.append("them")
+    if not has:
         return ""
-    text = "this run has " + "; it has ".join(found)
+    text = f"this run has {', '.join(has)}; {what} needs {', '.join(needs)}"
     return text + (f" — {instead}" if instead else "")
 
 
