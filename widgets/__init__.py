@@ -23,6 +23,7 @@ from .factor_compare import FactorCompare
 from .notebook import (
     SHIPPED_RUN,
     describe,
+    label_synthetic,
     lacks,
     load_run,
     paper_vs_run,
@@ -51,6 +52,7 @@ __all__ = [
     "charts",
     "describe",
     "enable_offline",
+    "label_synthetic",
     "lacks",
     "link_models",
     "load_run",

@@ -21,13 +21,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from psens._charts import SYNTHETIC_NOTE, is_synthetic
+from psens._charts import SYNTHETIC_NOTE, is_synthetic, label_synthetic
 from psens._validation import fail
 
 __all__ = [
     "SHIPPED_RUN",
     "SIZES",
     "describe",
+    "label_synthetic",
     "lacks",
     "load_run",
     "paper_vs_run",
@@ -80,8 +81,9 @@ def load_run(
     Parameters
     ----------
     path : path, optional
-        A stored run (``.zarr`` store or ``.nc`` export); default ``$PSENS_RUN``. When
-        set, ``size`` is ignored.
+        A stored run (``.zarr`` store or ``.nc`` export); default ``$PSENS_RUN``. A relative
+        path is taken from the current folder, else from the checkout (notebooks run in
+        ``notebooks/``, so ``runs/demo.zarr`` works). When set, ``size`` is ignored.
     size : {"", "tiny", "full"}, optional
         Default ``$PSENS_SIZE``. Empty: the shipped run :data:`SHIPPED_RUN` when it exists
         (and ``shipped``), else ``"tiny"``.
@@ -104,6 +106,8 @@ def load_run(
     if path:
         from psens.store import open_run
 
+        if not Path(path).exists() and (_ROOT / path).exists():  # relative to the checkout
+            path = _ROOT / path
         return open_run(path)
     if not size:
         if shipped and SHIPPED_RUN.exists():
