@@ -10,11 +10,15 @@
 # | **EAS** — evaluation-attributable sensitivity (Muthukumarana et al.) | how much of the measured sensitivity comes from the *evaluator* (heuristic vs judge) | 10 |
 # | **DBSA** — distribution-based sensitivity (Rauba, Wei and van der Schaar, AISTATS 2025) | which *words* move a black-box model's answer distribution | 11 |
 #
-# **Opening the notebooks.** `make lab` starts JupyterLab from the project's environment on 127.0.0.1 and opens this notebook. Each notebook is a pair: `NN_name.ipynb` (open this one) and `NN_name.py` (the same cells as text; `make notebooks` syncs the pair after an edit). Run cells top to bottom. Every notebook reads `PSENS_RUN` (a stored run) or builds a small **synthetic** run in seconds — synthetic numbers illustrate a method, never a paper's findings.
+# **Opening the notebooks.** `make lab` starts JupyterLab from the project's environment on 127.0.0.1 and opens this notebook. Each notebook is a pair: `NN_name.ipynb` (open this one) and `NN_name.py` (the same cells as text; `make notebooks` syncs the pair after an edit). Run cells top to bottom.
+#
+# **Which run.** Every IPS notebook reads `PSENS_RUN` (a `.zarr` store from `psens run`, or a `.nc` file from `psens export`). Without it, it opens the real run shipped in `data/runs/arc.nc` (SmolLM2-135M-Instruct and Gemma-3-270M on ARC-Challenge, shots 0/1/3, the five templates of fig. 15) when the checkout has it, and otherwise builds a small **synthetic** run in seconds. Synthetic numbers illustrate a method, never a paper's findings: their charts say "synthetic data" in the title.
+#
+# **Paper vs run.** Where a notebook quotes a paper, it says so ("the paper reports …, fig. N") and the cell below computes what the run at hand shows, and whether the paper's claim holds on it. A small run of small models often disagrees with the paper; the notebooks say so rather than repeat the paper.
 #
 # **A 20-minute workshop path** (2-core laptop, offline; `make demo` the day before):
 #
-# 1. (5 min) this notebook: the demo run, IPS by order, one item's interactions;
+# 1. (5 min) this notebook: the run, IPS by order, one item's interactions;
 # 2. (5 min) **01** interactions reproduce the model exactly, and few are salient;
 # 3. (5 min) **02** one item under two templates — stable and unstable interactions;
 # 4. (5 min) **12** how much of IPS is the model: solvers and numerical noise.
@@ -22,34 +26,24 @@
 # %% tags=["parameters"]
 import os
 
-# A stored run; by default the one `make demo` writes (a synthetic run if it is missing).
+# A stored run: a .zarr store (psens run) or a .nc file (psens export). Empty: the shipped
+# run data/runs/arc.nc when the checkout has it, else a synthetic run.
 PSENS_RUN = os.environ.get("PSENS_RUN", "")
-PSENS_SIZE = os.environ.get("PSENS_SIZE", "tiny")
+# "": the shipped run (tiny when it is absent); "tiny": a synthetic run built in seconds.
+PSENS_SIZE = os.environ.get("PSENS_SIZE", "")
 
 # %%
-from pathlib import Path
-
-import psens
+import psens.widgets as pw
 from psens.ips import aggregate, sample_ips
-from psens.synthetic import synthetic_run
 
-demo = Path.cwd().parent / "runs" / "demo.zarr"
-if PSENS_RUN:
-    ds, SOURCE = psens.open_run(PSENS_RUN), f"run {PSENS_RUN}"
-elif demo.exists():
-    ds, SOURCE = psens.open_run(demo), "the `make demo` run (SmolLM2-135M-Instruct, ARC)"
-else:
-    ds, SOURCE = (
-        synthetic_run(n_samples=6, seed=0),
-        "a synthetic run (run `make demo` for a real one)",
-    )
-print(SOURCE)
+ds = pw.load_run(PSENS_RUN, PSENS_SIZE, tiny=dict(n_samples=6, seed=0))
+print(pw.describe(ds))
 ds
 
 # %% [markdown]
 # ## IPS of each model, overall and by order
 #
-# IPS lies in [0, 2]: 0 when the salient interactions are identical under every template, 2 when every salient interaction flips sign. Low/mid/high are interactions of few, some, many words (§4.3). On the `make demo` run (canonical solver) expect about **1.52** overall (low 1.59, mid 1.65, high 1.32).
+# IPS lies in [0, 2]: 0 when the salient interactions are identical under every template, 2 when every salient interaction flips sign. Low/mid/high are interactions of few, some, many words (§4.3). Runs with few-shot settings are shown at 0 shots here (notebook 04 compares the shots).
 
 # %%
 tau = float(ds.attrs.get("tau", 0.1))
@@ -57,7 +51,20 @@ per_sample = sample_ips(ds, tau, orders=("all", "low", "mid", "high"))
 if "shot" in per_sample.dims:
     per_sample = per_sample.isel(shot=0)
 summary = aggregate(per_sample, "sample")
-summary.to_dataframe(name="IPS")[["IPS"]].unstack("order").round(3)
+table = summary.to_dataframe(name="IPS")[["IPS"]].unstack("order")["IPS"]
+pw.show(table[["all", "low", "mid", "high"]].round(3), ds)
+
+# %% [markdown]
+# The paper's mechanism claim is about these bands; the cell computes it for every model of the run.
+
+# %%
+print(
+    "The paper reports that low-order interactions are the least sensitive and high-order "
+    "ones the most (fig. 9)."
+)
+for model, row in table.iterrows():
+    bands = f"low {row['low']:.2f}, mid {row['mid']:.2f}, high {row['high']:.2f}"
+    print(pw.verdict(f"{model}: {bands}", row["low"] < row["mid"] < row["high"], ds))
 
 # %% [markdown]
 # ## One item: its strongest interactions under two templates
@@ -66,11 +73,17 @@ summary.to_dataframe(name="IPS")[["IPS"]].unstack("order").round(3)
 
 # %%
 sample = str(ds["sample"].values[0])
-rows = ds.isel(model=0).sel(sample=[sample]).psens.to_frame(tau, salient_only=True)
+one = ds.isel(model=0).sel(sample=[sample])
+if "shot" in one.dims:
+    one = one.isel(shot=0)
+rows = one.psens.to_frame(tau, salient_only=True)
 two = rows[rows.template.isin(list(ds["template"].values[:2]))]
-two.sort_values("normalized", key=abs, ascending=False).head(10)[
-    ["template", "kind", "words", "normalized"]
-].round(3)
+pw.show(
+    two.sort_values("normalized", key=abs, ascending=False)
+    .head(10)[["template", "kind", "words", "normalized"]]
+    .round(3),
+    ds,
+)
 
 # %% [markdown]
 # **Next:** notebooks 01–04 walk through the IPS paper section by section; 09–11 the other three methods; 12 checks how much of IPS is the model rather than the solver or numerical noise.

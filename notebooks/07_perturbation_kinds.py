@@ -1,19 +1,19 @@
 # %% [markdown]
 # # 07 · Altering tokens vs adding tokens (IPS paper appendix G)
 #
-# The five templates of fig. 15 differ from template 1 by *altering* tokens (case: `Answers` → `ANSWERS`; option markers `A.` → `A)`) or *adding* tokens (`:` → `::`). Appendix G splits IPS by the kind of change between the two templates of a pair and finds an architectural divide: **dense models are more sensitive to adding tokens** (9 of 10, table 4), **MoE models to altering tokens** (5 of 6, table 5).
+# The five templates of fig. 15 differ from template 1 by *altering* tokens (case: `Answers` → `ANSWERS`; option markers `A.` → `A)`) or *adding* tokens (`:` → `::`). Appendix G splits IPS by the kind of change between the two templates of a pair and **the paper reports** an architectural divide: dense models are more sensitive to adding tokens (9 of 10, table 4), MoE models to altering tokens (5 of 6, table 5). The cells below compute the same split on the run at hand.
 
 # %% [markdown]
 # ## Parameters
 #
-# Without `PSENS_RUN` the notebook builds a **synthetic run** (`psens.synthetic.paper_run`): real model names and metadata from `data/models.csv`, but toy interactions whose instability follows the directions the paper reports (instruct < base, larger < smaller, dense < MoE, fewer shots → more sensitive). The numbers are illustrative only; point `PSENS_RUN` at a stored run (`psens run …`) to analyse real models. `PSENS_SIZE=full` uses all 50 paper models. The synthetic run has no built-in difference between the kinds, so the differences below are noise — which the p-values should show.
+# `PSENS_RUN` opens a stored run (`.zarr` or `.nc`); without it the shipped real run `data/runs/arc.nc` when the checkout has it. Otherwise — or with `PSENS_SIZE=tiny` — a **synthetic run** over ten of the paper's model names with toy interactions (every table and chart of it says "synthetic data"). The synthetic run has no built-in difference between the kinds, so its differences are noise — which the p-values should show.
 
 # %% tags=["parameters"]
 import os
 
 # Parameters (papermill can override them; CI sets the environment variables)
-PSENS_RUN = os.environ.get("PSENS_RUN", "")  # path of a stored run; empty -> synthetic run
-PSENS_SIZE = os.environ.get("PSENS_SIZE", "tiny")  # "tiny" (seconds) or "full"
+PSENS_RUN = os.environ.get("PSENS_RUN", "")  # a .zarr/.nc run; empty: shipped run or synthetic
+PSENS_SIZE = os.environ.get("PSENS_SIZE", "")  # "": shipped run, else "tiny"; or "full"
 
 
 # %%
@@ -21,6 +21,7 @@ import altair as alt
 import pandas as pd
 
 import psens.ips.factors as F
+import psens.widgets as pw
 from psens.ips.factors import charts as plots
 from psens.synthetic import TINY_MODELS
 
@@ -31,16 +32,24 @@ except Exception as exc:  # e.g. anywidget missing: keep altair's default render
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 160)
 
-TINY = PSENS_SIZE != "full"
-N_BOOT, N_PERM = (200, 500) if TINY else (1000, 2000)
-if PSENS_RUN:
-    from psens.store import open_run
-
-    ds = F.attach_metadata(open_run(PSENS_RUN))  # fills empty model metadata from models.csv
-else:
-    names = TINY_MODELS if TINY else None  # None = all 50 paper models
-    ds = F.paper_run(names, n_samples=12 if TINY else 60, shots=(0, 1, 2, 3))
-print(dict(ds.sizes))
+N_BOOT, N_PERM = (200, 500) if PSENS_SIZE != "full" else (1000, 2000)
+TINY = dict(models=F.paper_models(TINY_MODELS), n_samples=12, seed=0)
+FULL = dict(
+    store="runs/ips_arc.zarr",
+    models=pw.registry_models(missing_ok=True),
+    dataset="arc",
+    split="test",
+    samples=500,
+    templates=["ips1", "ips2", "ips3", "ips4", "ips5"],
+    n_vars=10,
+    tau=0.1,
+    solver="exact",
+    seed=0,
+)
+ds = F.attach_metadata(pw.load_run(PSENS_RUN, PSENS_SIZE, tiny=TINY, full=FULL))
+if "shot" in ds.dims:
+    ds = ds.sel(shot=ds["shot"].values[0])  # the template kinds at 0 shots
+print(pw.describe(ds))
 
 # %% [markdown]
 # ## The kind of every template pair
@@ -48,32 +57,57 @@ print(dict(ds.sizes))
 # From the registered templates (`psens.prompts.pair_perturbation`), or else from the run's `perturbation` coordinate. Pairs that both alter and add tokens are left out of the comparison.
 
 # %%
-F.pair_kinds(ds).to_frame()
+kinds_of_pairs = F.pair_kinds(ds).to_frame()
+kinds_of_pairs
 
 # %% [markdown]
 # ## IPS per kind, per model
 #
-# IPS restricted to the altering pairs and to the adding pairs, with bootstrap CIs; `difference` = adding − altering (the paper's column) with a paired sign-flip `p_value` over samples. The paper's models for tables 4/5 are used when present.
+# IPS restricted to the altering pairs and to the adding pairs, with bootstrap CIs; `difference` = adding − altering (the paper's column) with a paired sign-flip `p_value` over samples. The paper's models for tables 4/5 are used when at least two are present, else every model of the run.
 
 # %%
 paper = [m for ms in F.pairings.PERTURBATION_MODELS.values() for m in ms]
 present = [m for m in paper if m in set(ds.model.values)]
 sub = F.select_models(ds, names=present) if len(present) >= 2 else ds
-kinds = F.ips_by_perturbation(sub, n_boot=N_BOOT, n_perm=N_PERM)
-kinds[["model", "arch", "ips_altering", "ips_adding", "difference", "p_value", "more_sensitive_to"]]
+kinds = None
+try:
+    kinds = F.ips_by_perturbation(sub, n_boot=N_BOOT, n_perm=N_PERM)
+except ValueError as exc:  # e.g. no altering or no adding pair among the run's templates
+    print(f"not on this run — {exc}")
+cols = ["model", "arch", "ips_altering", "ips_adding", "difference", "p_value", "more_sensitive_to"]
+pw.show(kinds[cols], ds) if kinds is not None else None
 
 # %% [markdown]
 # ## Tables 4 and 5 layout
 #
-# One table per architecture, and how many models are more sensitive to each kind (paper: dense 9/10 adding, MoE 5/6 altering).
+# One table per architecture, how many models are more sensitive to each kind, and the paper's claim for each architecture the run has.
 
 # %%
 from IPython.display import display
 
-tables = F.perturbation_tables(kinds)
-for arch, t in tables.items():
-    print(arch, t.attrs["more_sensitive"])
-    display(t)
+CLAIM = {"dense": ("adding", "9 of 10", "table 4"), "moe": ("altering", "5 of 6", "table 5")}
+if kinds is not None:
+    for arch, t in F.perturbation_tables(kinds).items():
+        counts = t.attrs["more_sensitive"]
+        n = sum(counts.values())
+        print(f"{arch or 'models without architecture metadata'}: {counts}")
+        if arch in CLAIM:
+            kind, paper_count, where = CLAIM[arch]
+            k = int(counts.get(kind, 0))
+            print(
+                pw.paper_vs_run(
+                    f"that {arch} models are more sensitive to {kind} tokens ({paper_count}, "
+                    f"{where})",
+                    f"{k} of {n} {arch} model(s) are more sensitive to {kind} tokens",
+                    k > n / 2,
+                    ds,
+                )
+            )
+        display(pw.show(t, ds))
+    if "moe" not in set(kinds["arch"].astype(str)):
+        print("this run has no MoE model: table 5 (MoE models) cannot be checked")
+    if "dense" not in set(kinds["arch"].astype(str)):
+        print("this run has no dense model: table 4 (dense models) cannot be checked")
 
 # %%
-plots.perturbation_chart(kinds)
+plots.perturbation_chart(kinds) if kinds is not None else None

@@ -8,11 +8,16 @@
 # **How to run.** Cell by cell, top to bottom. The `parameters` cell reads two environment
 # variables (papermill's `-p` sets the same names):
 #
-# * `PSENS_RUN=path/to/run.zarr` opens a stored run (from `psens.run`);
-# * otherwise `PSENS_SIZE=tiny` (default) builds a small **synthetic** run with the exact
-#   layout of a real one (no model is called, so the numbers illustrate the method, not the
-#   paper's findings), and `PSENS_SIZE=full` runs the paper-size configuration with
-#   `psens.run` (needs the model weights and hours of GPU time; it resumes where it stopped).
+# * `PSENS_RUN=path` opens a stored run: a `.zarr` store (`psens run`) or a `.nc` export
+#   (`psens export`);
+# * otherwise a small **synthetic** run over the instructions of this notebook is built in
+#   seconds (the shipped `data/runs/arc.nc` is multiple-choice, so this notebook does not
+#   open it by default) (no model is called: its numbers illustrate the method, not
+#   the paper's findings, and its charts say "synthetic data"); `PSENS_SIZE=full` runs the
+#   paper-size configuration with `psens.run` (hours of GPU time; it resumes where it stopped).
+#
+# Every section checks what the run supports (models, shots, metadata) and says so when it
+# needs more. Where the paper is quoted, the cell below computes what this run shows.
 #
 # Every chart is a widget: move a control and the chart updates in place; click a model
 # on a chart to pick it (shift-click adds, double-click clears).
@@ -21,11 +26,12 @@
 # %% tags=["parameters"]
 import os
 
-# A stored run (a .zarr folder written by psens.run). Empty: make one below.
+# A stored run: a .zarr store (psens run) or a .nc file (psens export). Empty: a synthetic
+# run over the instructions below (the shipped runs are multiple-choice, not open-ended).
 PSENS_RUN = os.environ.get("PSENS_RUN", "")
-# "tiny": a synthetic run of the same schema, built in seconds (CI, first look).
-# "full": the paper-size configuration through psens.run (hours, GPU; resumable).
-PSENS_SIZE = os.environ.get("PSENS_SIZE", "tiny")
+# "" or "tiny": that synthetic run, built in seconds; "full": the Dolly configuration below
+# through psens.run (hours of GPU time).
+PSENS_SIZE = os.environ.get("PSENS_SIZE", "")
 
 
 # %%
@@ -144,40 +150,65 @@ chosen = [variables(item, n_max=6, phrases=PHRASES, as_text=True) for item in IT
 TINY = dict(
     models=MODELS, n_samples=len(ITEMS), n_vars=[len(c) for c in chosen], shots=[0, 1, 2, 3], seed=0
 )
-ds = pw.load_run(PSENS_RUN, PSENS_SIZE, tiny=TINY, full=FULL)
-if not PSENS_RUN and PSENS_SIZE == "tiny":
+ds = pw.load_run(PSENS_RUN, PSENS_SIZE, tiny=TINY, full=FULL, shipped=False)
+if not PSENS_RUN and PSENS_SIZE in ("", "tiny"):
     words = ds["word"].values.copy()
     for s, c in enumerate(chosen):
         words[s, : len(c)] = c
     ds = ds.assign_coords(word=(("sample", "var"), words))
+print(pw.describe(ds))
 ds
 
 
 # %% [markdown]
 # ## Sensitivity by order (fig. 49, fig. 56)
 #
-# Low-order interactions should be the least sensitive, high-order the most.
+# **The paper reports** for open-ended instructions, as for MCQ, that low-order interactions are the least sensitive and high-order ones the most. Runs with few-shot settings are shown at 0 shots.
 
 # %%
 orders = pw.OrderIPS(ds, types=["all", "low", "mid", "high"])
 orders
 
+# %%
+bands = orders.tables["ips"].pivot(index="model", columns="order", values="ips")
+for model, row in bands.iterrows():
+    text = f"{model}: low {row['low']:.2f}, mid {row['mid']:.2f}, high {row['high']:.2f}"
+    print(pw.verdict(text, row["low"] < row["mid"] < row["high"], ds))
+
 # %% [markdown]
 # ## The factors (fig. 45, 47, 48, 50)
 #
-# Instruction tuning, pairing each base model with its chat version of the same size:
+# Instruction tuning, pairing each base model with its chat version of the same size (**the paper reports** instruct/chat below base):
 
 # %%
-pw.FactorCompare(ds, by="kind", match="series+params")
+why = pw.lacks(ds, "the instruct vs base comparison", models=2, kinds=("base", "tuned"))
+if why:
+    print(why)
+    tuned = None
+else:
+    tuned = pw.FactorCompare(ds, by="kind", match="series+params")
+    delta = tuned.tables["delta"].set_index("order")
+    if int(delta["n_pairs"].max()) == 0:
+        print("no base/chat pair of one series and size in this run: comparing group means")
+        tuned.match = "none"
+        delta = tuned.tables["delta"].set_index("order")
+    change = float(delta.loc["all", "rel_change"])
+    print(pw.verdict(f"ΔIPS (instruct/chat vs base) {change:+.1%}", change < 0, ds))
+tuned
 
 # %% [markdown]
-# Few-shot against 0-shot (fig. 48; the paper: the big drop is 0 → 1 shot):
+# Few-shot against 0-shot (fig. 48; **the paper reports** the big drop from 0 to 1 shot):
 
 # %%
-if "shot" in ds.dims and ds.sizes["shot"] > 1:
-    shots = pw.FactorCompare(ds, by="shot", a=[1], b=[0])
+why = pw.lacks(ds, "the few-shot comparison", shots=True)
+if why:
+    print(why)
+    shots = None
 else:
-    shots = "this run has no few-shot settings"
+    first = min(int(k) for k in ds["shot"].values if int(k) > 0)
+    shots = pw.FactorCompare(ds, by="shot", a=[first], b=[0])
+    change = float(shots.tables["delta"].set_index("order").loc["all", "rel_change"])
+    print(pw.verdict(f"ΔIPS ({first}-shot vs 0-shot) {change:+.1%}", change < 0, ds))
 shots
 
 # %% [markdown]

@@ -7,36 +7,43 @@
 # 2. the **noise floor**: the IPS between $v$ and $v$ plus noise of the size half-precision scoring causes, and whether template IPS exceeds it;
 # 3. whether two claims of the paper hold on this run under each solver.
 #
-# **The paper reports** that low-order interactions are the least sensitive and high-order ones the most (fig. 9), and that few-shot prompting lowers IPS (fig. 8). The cells below compute what **this run** shows; with the default tiny setting the run is **synthetic** (no model is called), so its numbers illustrate the method only.
+# **The paper reports** that low-order interactions are the least sensitive and high-order ones the most (fig. 9), and that few-shot prompting lowers IPS (fig. 8). The cells below compute what **this run** shows; a synthetic run (no model is called) illustrates the method only, and its charts say so.
 #
-# **How to run.** `PSENS_RUN=path/to/run.zarr` analyses a stored run (e.g. `runs/demo.zarr` after `make demo`); otherwise a small synthetic run is built in seconds.
+# **How to run.** `PSENS_RUN=path` analyses a stored run (a `.zarr` store, e.g. `runs/demo.zarr` after `make demo`, or a `.nc` export); without it the shipped real run `data/runs/arc.nc` when the checkout has it, else (or with `PSENS_SIZE=tiny`) a small synthetic run built in seconds. Every decomposition is redone with each solver, so at the default size the notebook looks at the first two models, four samples and the first and last shot setting of the run (it prints what it kept); `PSENS_SIZE=full` uses the whole run, with more random vertices and noise draws.
 
 # %% tags=["parameters"]
 import os
 
-# A stored run (a .zarr folder written by psens.run). Empty: a synthetic run.
+# A stored run: a .zarr store or a .nc export. Empty: the shipped run data/runs/arc.nc when
+# the checkout has it, else a synthetic run.
 PSENS_RUN = os.environ.get("PSENS_RUN", "")
-# "tiny": a small synthetic run (CI, first look); "full": more random vertices and draws.
-PSENS_SIZE = os.environ.get("PSENS_SIZE", "tiny")
+# "": a slice of the run (the shipped one, or a synthetic run when it is absent); "tiny": a
+# synthetic run; "full": the whole run, more random vertices and noise draws.
+PSENS_SIZE = os.environ.get("PSENS_SIZE", "")
 
 # %%
 import altair as alt
 import pandas as pd
 
-import psens
+import psens.widgets as pw
 from psens.ips import sample_ips, solver_sensitivity, solver_table
 from psens.ips.floor import PRECISION_SIGMA, floor_test, run_floor
-from psens.synthetic import synthetic_run
 
 TINY = PSENS_SIZE != "full"
-if PSENS_RUN:
-    ds = psens.open_run(PSENS_RUN)
-    SOURCE = f"run {PSENS_RUN}"
-else:
-    ds = synthetic_run(n_samples=6, n_vars=(4, 5), shots=[0, 1], seed=0).isel(model=[0, 3])
-    SOURCE = "synthetic run (illustration only)"
+ds = pw.load_run(
+    PSENS_RUN,
+    "" if PSENS_SIZE == "full" else PSENS_SIZE,
+    tiny=dict(n_samples=6, n_vars=(4, 5), shots=[0, 1], seed=0),
+)
+SOURCE = PSENS_RUN or ("a synthetic run" if ds.attrs.get("synthetic") else str(pw.SHIPPED_RUN.name))
+print(pw.describe(ds))
+if TINY:  # every game is decomposed again per solver: look at a slice
+    keep = dict(model=slice(0, 2), sample=slice(0, 4))
+    if "shot" in ds.dims and ds.sizes["shot"] > 2:
+        keep["shot"] = [0, ds.sizes["shot"] - 1]
+    ds = ds.isel(keep)
+    print("this notebook looks at a slice of it (PSENS_SIZE=full: all):", pw.describe(ds))
 N_VERTICES, DRAWS = (2, 2) if TINY else (4, 8)
-print(SOURCE, dict(ds.sizes))
 
 # %% [markdown]
 # ## 1 · IPS under each solver
@@ -56,13 +63,19 @@ long = (
     .reset_index()
 )
 title = f"IPS by solver and order — {SOURCE}"
-alt.Chart(long, title=title).mark_bar().encode(
-    x=alt.X("solver:N", sort=list(sens["solver"].values)),
-    y=alt.Y("ips:Q", title="mean IPS"),
-    color="solver:N",
-    column=alt.Column("order:N", sort=["all", "low", "mid", "high"]),
-    tooltip=["solver", "order", alt.Tooltip("ips:Q", format=".3f")],
-).properties(width=150, height=220)
+chart = (
+    alt.Chart(long, title=title)
+    .mark_bar()
+    .encode(
+        x=alt.X("solver:N", sort=list(sens["solver"].values)),
+        y=alt.Y("ips:Q", title="mean IPS"),
+        color="solver:N",
+        column=alt.Column("order:N", sort=["all", "low", "mid", "high"]),
+        tooltip=["solver", "order", alt.Tooltip("ips:Q", format=".3f")],
+    )
+    .properties(width=150, height=220)
+)
+pw.label_synthetic(chart, ds)
 
 # %% [markdown]
 # ## 2 · The noise floor

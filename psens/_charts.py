@@ -20,10 +20,14 @@ __all__ = [
     "IPS_AXIS",
     "ORDER_COLORS",
     "PICK",
+    "SYNTHETIC_NOTE",
     "TEMPLATE_COLORS",
     "ZONE_COLORS",
     "altair",
+    "is_synthetic",
     "known_or",
+    "label_synthetic",
+    "mark_synthetic",
     "need_columns",
 ]
 
@@ -79,3 +83,55 @@ def known_or(column: Any, missing: str = "unknown") -> Any:
     written as ``missing``, so a legend never shows "null", "undefined" or a blank entry."""
     text = column.astype(object)
     return text.where(text.notna() & (text.astype(str) != ""), missing).astype(str)
+
+
+#: appended to the title of every chart drawn from a synthetic run
+SYNTHETIC_NOTE = "synthetic data"
+
+
+def is_synthetic(*sources: Any) -> bool:
+    """Whether any source — a run Dataset, a table or DataArray made from one (its
+    ``attrs``) or a result with ``settings`` — comes from a synthetic run
+    (:mod:`psens.synthetic` sets the run attr ``synthetic``)."""
+    for source in sources:
+        for meta in (getattr(source, "attrs", None), getattr(source, "settings", None)):
+            if isinstance(meta, dict) and bool(meta.get("synthetic", False)):
+                return True
+    return False
+
+
+def mark_synthetic(table: Any, *sources: Any) -> Any:
+    """Set ``table.attrs["synthetic"]`` when a source is synthetic; return ``table``."""
+    if is_synthetic(*sources):
+        table.attrs["synthetic"] = True
+    return table
+
+
+def label_synthetic(chart: Any, *sources: Any) -> Any:
+    """``chart`` with "synthetic data" added to its title when a source is synthetic.
+
+    A chart without a title gets the note as its title; a title that has it already is
+    left alone, so labelling twice is harmless. Real runs' charts are returned unchanged.
+    """
+    if not is_synthetic(*sources):
+        return chart
+    alt = altair()
+    title = getattr(chart, "title", alt.Undefined)
+    if title is alt.Undefined or title in ("", None):
+        return chart.properties(title=SYNTHETIC_NOTE)
+    if isinstance(title, alt.TitleParams):
+        text = title.text
+        text = " ".join(text) if isinstance(text, list) else str(text)
+        if SYNTHETIC_NOTE in text:
+            return chart
+        params = title.to_dict()
+        params["text"] = f"{text} ({SYNTHETIC_NOTE})"
+        return chart.properties(title=alt.TitleParams(**params))
+    if isinstance(title, dict):
+        text = str(title.get("text", ""))
+        if SYNTHETIC_NOTE in text:
+            return chart
+        return chart.properties(title={**title, "text": f"{text} ({SYNTHETIC_NOTE})"})
+    if SYNTHETIC_NOTE in str(title):
+        return chart
+    return chart.properties(title=f"{title} ({SYNTHETIC_NOTE})")

@@ -1,4 +1,5 @@
-"""Command line: ``psens run CONFIG``, ``psens summary STORE``, ``psens export STORE OUT.nc``,
+"""Command line: ``psens run CONFIG``, ``psens summary STORE`` (a zarr store or its netCDF
+export), ``psens export STORE OUT.nc``,
 ``psens verify STORE``.
 
 Exit codes: 0 success; 1 ``psens verify`` found damage; 2 a refused input (the message says
@@ -26,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     p_run.add_argument("--no-progress", action="store_true", help="no progress bars")
     p_run.add_argument("--report", help="also write an HTML report to this path")
     p_sum = sub.add_parser("summary", help="print the summary of a stored run")
-    p_sum.add_argument("store")
+    p_sum.add_argument("store", help="a .zarr store or a .nc file written by psens export")
     p_exp = sub.add_parser("export", help="export a stored run to netCDF")
     p_exp.add_argument("store")
     p_exp.add_argument("out")

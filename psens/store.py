@@ -903,16 +903,64 @@ def _open_group(path: Path, where: str):
     return group
 
 
+def _open_netcdf(path: Path, where: str, verify: bool):
+    """A netCDF file written by :func:`to_netcdf`, as the Dataset :func:`open_run` gives for
+    the zarr store it came from (text as object arrays, the same checks)."""
+    import xarray as xr
+
+    try:
+        ds = xr.open_dataset(path, engine="h5netcdf", chunks={})
+    except Exception as exc:
+        fail(
+            where,
+            f"{path} is a file but not a netCDF export of a run ({type(exc).__name__}: {exc})",
+            "Pass a .zarr folder written by psens.run or a .nc file written by psens export",
+        )
+    if ds.attrs.get("psens_schema") != SCHEMA:
+        fail(
+            where,
+            f"{path} is a netCDF file but not a psens run (no psens_schema attr)",
+            "Pass a file written by psens export",
+        )
+    version = ds.attrs.get("psens_schema_version")
+    if version != SCHEMA_VERSION:
+        fail(
+            where,
+            f"{path} has psens schema version {version!r}; this psens reads "
+            f"version {SCHEMA_VERSION}",
+            "Upgrade psens, or export the run again with this version",
+        )
+    missing = [v for v in (*BLOCK_VARS, "prompt", "target") if v not in ds]
+    if missing:
+        fail(where, f"{path} lacks the variables {missing}", "Export the run again")
+    if verify:  # an export carries no checksums: read every value once
+        try:
+            ds = ds.load()
+        except Exception as exc:
+            fail(where, f"{path} is damaged ({type(exc).__name__}: {exc})", "Export it again")
+    text = [k for k in ds.variables if ds[k].dtype.kind in "OSUT"]
+    ds = ds.assign({k: ds[k].astype(object) for k in text if k in ds.data_vars})
+    coords = {k: (ds[k].astype(object) if k in text else ds[k]).load() for k in ds.coords}
+    ds = ds.assign_coords(coords)
+    # netCDF attrs come back as numpy scalars, and bools (which netCDF lacks) as 0/1
+    ds.attrs = {k: v.item() if isinstance(v, np.generic) else v for k, v in ds.attrs.items()}
+    if "synthetic" in ds.attrs:
+        ds.attrs["synthetic"] = bool(ds.attrs["synthetic"])
+    return ds
+
+
 def open_run(path: str | os.PathLike, *, verify: bool = False):
-    """Open a run store lazily, refusing anything that is not a psens run of a known schema.
+    """Open a run lazily, refusing anything that is not a psens run of a known schema.
 
     Parameters
     ----------
-    path : path to a ``.zarr`` folder written by :func:`psens.run`.
+    path : path to a ``.zarr`` folder written by :func:`psens.run`, or a netCDF file
+        written by :func:`to_netcdf` (``psens export``).
     verify : bool
         First check every block and coordinate array against its checksum
         (:func:`psens.store.verify`, which reads the whole store) and refuse a damaged
-        store, naming the damaged (model, sample) blocks.
+        store, naming the damaged (model, sample) blocks. A netCDF export has no checksums:
+        every value is read once, and a file that cannot be read is refused.
 
     Returns
     -------
@@ -922,6 +970,8 @@ def open_run(path: str | os.PathLike, *, verify: bool = False):
 
     path = Path(path)
     where = "psens.open_run"
+    if path.is_file():
+        return _open_netcdf(path, where, verify)
     _open_group(path, where)
     if verify:
         found = _verify(path)

@@ -436,3 +436,50 @@ def two_solver_run(n_samples: int = 4):
     )
     b = b.assign(v=a["v"], prediction=a["prediction"])
     return ds, a, b
+
+
+# ------------------------------------------------------------------ runs for the notebooks
+
+#: metadata of the two models of the shipped run, for its synthetic stand-in
+SHIPPED_MODELS = {
+    # name: (family, series, kind, arch, params (B), active params (B), instability)
+    "smollm2-135m-instruct": ("SmolLM", "SmolLM2", "instruct", "dense", 0.135, 0.135, 0.6),
+    "gemma3-270m": ("Gemma", "Gemma 3", "base", "dense", 0.27, 0.27, 0.8),
+}
+
+
+def shipped_standin(path: Path, n_samples: int = 6) -> Path:
+    """The shipped run's layout (two models, shots 0/1/3, templates ips1–ips5, n = 5–6)
+    with synthetic numbers, exported to netCDF at ``path`` — what the notebooks are tested
+    on while ``data/runs/arc.nc`` is absent. Its charts say "synthetic data"."""
+    from psens.store import to_netcdf
+    from psens.synthetic import synthetic_run
+
+    ds = synthetic_run(SHIPPED_MODELS, n_samples=n_samples, n_vars=(5, 6), shots=[0, 1, 3])
+    return to_netcdf(ds, path)
+
+
+def single_model_run(folder: Path) -> Path:
+    """A real (not synthetic) one-model run like ``runs/demo.zarr``: the tiny random Llama
+    on three items of the tiny dataset, five templates, n = 4 (a few seconds)."""
+    import psens
+
+    folder.mkdir(parents=True, exist_ok=True)
+    store = folder / "single.zarr"
+    psens.run(
+        {
+            "store": str(store),
+            "models": [str(write_tiny_model(folder / "model"))],
+            "dataset": "arc-challenge",
+            "dataset_path": str(write_tiny_dataset(folder / "data.jsonl")),
+            "samples": 3,
+            "templates": "ips5",
+            "n_vars": 4,
+            "tau": 0.1,
+            "solver": "canonical",
+            "seed": 0,
+            "threads": 1,
+        },
+        progress=False,
+    )
+    return store

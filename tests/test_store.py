@@ -42,6 +42,44 @@ def test_netcdf_export(tmp_path, run):
     assert back.prompt.values[0, 0] == run.prompt.values[0, 0]
 
 
+def test_open_run_reads_a_netcdf_export_as_the_store(tmp_path):
+    import psens
+
+    run = synthetic_run(n_samples=4, n_vars=(3, 4), shots=[0, 1], seed=2)
+    path = store.save(run, tmp_path / "r.zarr")
+    nc = store.to_netcdf(path, tmp_path / "r.nc")
+    zarr_run, nc_run = store.open_run(path), store.open_run(nc)
+    assert_run_equal(zarr_run, nc_run, check_attrs=False)
+    assert nc_run.attrs["synthetic"] is True and nc_run.attrs["tau"] == 0.1
+    for order in ("all", "low", "high"):
+        a, b = psens.ips.ips(zarr_run, order=order), psens.ips.ips(nc_run, order=order)
+        np.testing.assert_array_equal(a.values, b.values)
+    assert store.open_run(nc, verify=True)["v"].shape == run["v"].shape
+
+
+def test_summary_reads_a_netcdf_export(tmp_path, capsys):
+    from psens.cli import main
+
+    path = store.save(synthetic_run(n_samples=3, n_vars=(3,)), tmp_path / "r.zarr")
+    assert main(["summary", str(path)]) == 0
+    from_zarr = capsys.readouterr().out
+    nc = store.to_netcdf(path, tmp_path / "r.nc")
+    assert main(["summary", str(nc)]) == 0
+    assert capsys.readouterr().out == from_zarr and "toy-7b: IPS" in from_zarr
+
+
+@pytest.mark.parametrize("content", [b"not a netcdf file", "foreign"])
+def test_open_run_refuses_a_file_that_is_no_run_export(tmp_path, content):
+    xr = pytest.importorskip("xarray")
+    bad = tmp_path / "x.nc"
+    if content == "foreign":
+        xr.Dataset({"a": ("x", [1.0])}).to_netcdf(bad, engine="h5netcdf")
+    else:
+        bad.write_bytes(content)
+    with pytest.raises(ValueError, match="psens export"):
+        store.open_run(bad)
+
+
 def test_create_then_write_block(tmp_path):
     path = tmp_path / "r.zarr"
     ds = store.create(

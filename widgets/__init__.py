@@ -20,13 +20,24 @@ from .classes import InteractionClasses
 from .dbsa_highlights import DBSAHighlights
 from .eas_zones import EASZones
 from .factor_compare import FactorCompare
-from .notebook import load_run, registry_models
+from .notebook import (
+    SHIPPED_RUN,
+    describe,
+    label_synthetic,
+    lacks,
+    load_run,
+    paper_vs_run,
+    registry_models,
+    show,
+    verdict,
+)
 from .order_ips import OrderIPS
 from .pss_variant import PSSByVariant
 from .sparsity import Sparsity
 
 __all__ = [
     "EMBED_OPTIONS",
+    "SHIPPED_RUN",
     # widgets
     "CaseStudy",
     "ChartWidget",
@@ -39,10 +50,16 @@ __all__ = [
     "Sparsity",
     # helpers
     "charts",
+    "describe",
     "enable_offline",
+    "label_synthetic",
+    "lacks",
     "link_models",
     "load_run",
+    "paper_vs_run",
     "registry_models",
+    "show",
     "subset_label",
     "subset_words",
+    "verdict",
 ]

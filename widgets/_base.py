@@ -21,7 +21,7 @@ import altair as alt
 import ipywidgets
 import traitlets
 
-from psens._charts import PICK
+from psens._charts import PICK, label_synthetic
 from psens._validation import check_in_interval, fail
 from psens.ips import select_solver, solver_names
 
@@ -204,13 +204,14 @@ class BaseWidget(traitlets.HasTraits):
         return (lambda v: None if v == mark else v), (lambda v: mark if v is None else v)
 
     def chart(self) -> alt.TopLevelMixin:
-        """The chart for the current state (a new ``alt.Chart`` value; nothing displayed)."""
-        return self._chart(self._compute())
+        """The chart for the current state (a new ``alt.Chart`` value; nothing displayed);
+        its title says "synthetic data" when the widget's run is synthetic."""
+        return label_synthetic(self._chart(self._compute()), getattr(self, "ds", None))
 
     def _render(self) -> alt.TopLevelMixin:
         self.tables = self._compute()
         self.status.value = f"<small>{html.escape(self._summary(self.tables))}</small>"
-        return self._chart(self.tables)
+        return label_synthetic(self._chart(self.tables), getattr(self, "ds", None))
 
     def refresh(self) -> None:
         """Recompute the tables and update the chart in place."""

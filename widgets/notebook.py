@@ -1,13 +1,17 @@
-"""What the notebooks' ``parameters`` cells call: open a stored run, or make one.
+"""What the notebooks' ``parameters`` cells call: open a stored run, or make one; and the
+few helpers that let a notebook say what a run supports and what it shows.
 
 Notebooks read two environment variables (papermill ``-p`` sets the same names):
 
 ``PSENS_RUN``
-    Path of a stored run (``.zarr`` from :func:`psens.run`). Empty: make one.
+    Path of a stored run: a ``.zarr`` store from :func:`psens.run` or a ``.nc`` file from
+    ``psens export``. Empty: the shipped run, else a synthetic one (below).
 ``PSENS_SIZE``
-    ``tiny`` (default): a synthetic run of the store schema, built in seconds
-    (:func:`psens.synthetic.synthetic_run`); for CI and a first look. ``full``: the paper-size
-    configuration through the run pipeline :func:`psens.run` (hours on a GPU; resumable).
+    Empty (default): the shipped real run ``data/runs/arc.nc`` when the checkout has it,
+    else ``tiny``. ``tiny``: a synthetic run of the store schema, built in seconds
+    (:func:`psens.synthetic.synthetic_run`); for CI and a first look. ``full``: the
+    paper-size configuration through the run pipeline :func:`psens.run` (hours on a GPU;
+    resumable).
 """
 
 from __future__ import annotations
@@ -17,12 +21,29 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from psens._charts import SYNTHETIC_NOTE, is_synthetic, label_synthetic
 from psens._validation import fail
 
-__all__ = ["SIZES", "load_run", "registry_models"]
+__all__ = [
+    "SHIPPED_RUN",
+    "SIZES",
+    "describe",
+    "label_synthetic",
+    "lacks",
+    "load_run",
+    "paper_vs_run",
+    "registry_models",
+    "show",
+    "verdict",
+]
 
 SIZES = ("tiny", "full")
-_REGISTRY = Path(__file__).resolve().parents[1] / "data" / "models.csv"
+_ROOT = Path(__file__).resolve().parents[1]
+_REGISTRY = _ROOT / "data" / "models.csv"
+#: the real run shipped with the checkout (found from the package, so from any folder)
+SHIPPED_RUN = _ROOT / "data" / "runs" / "arc.nc"
+#: model kinds that count as "tuned" (instruct or chat)
+TUNED = {"instruct", "chat"}
 
 
 def registry_models(
@@ -53,20 +74,27 @@ def load_run(
     *,
     tiny: Mapping[str, Any] | None = None,
     full: Mapping[str, Any] | None = None,
+    shipped: bool = True,
 ):
     """The run a notebook works on.
 
     Parameters
     ----------
     path : path, optional
-        A stored run; default ``$PSENS_RUN``. When set, ``size`` is ignored.
-    size : {"tiny", "full"}, optional
-        Default ``$PSENS_SIZE`` or ``"tiny"``.
+        A stored run (``.zarr`` store or ``.nc`` export); default ``$PSENS_RUN``. A relative
+        path is taken from the current folder, else from the checkout (notebooks run in
+        ``notebooks/``, so ``runs/demo.zarr`` works). When set, ``size`` is ignored.
+    size : {"", "tiny", "full"}, optional
+        Default ``$PSENS_SIZE``. Empty: the shipped run :data:`SHIPPED_RUN` when it exists
+        (and ``shipped``), else ``"tiny"``.
     tiny : mapping, optional
         Keyword arguments of :func:`psens.synthetic.synthetic_run`.
     full : mapping, optional
         The config of :func:`psens.run` (keys ``store, models, dataset, split, samples,
         templates, n_vars, tau, solver, seed``); the run resumes if its store exists.
+    shipped : bool
+        Whether an empty ``size`` may open the shipped run (a notebook about another
+        task than the shipped run's passes False).
 
     Returns
     -------
@@ -74,13 +102,21 @@ def load_run(
     """
     where = "psens.widgets.load_run"
     path = os.environ.get("PSENS_RUN", "") if path is None else path
-    size = (os.environ.get("PSENS_SIZE", "") if size is None else size) or "tiny"
+    size = os.environ.get("PSENS_SIZE", "") if size is None else size
     if path:
         from psens.store import open_run
 
+        if not Path(path).exists() and (_ROOT / path).exists():  # relative to the checkout
+            path = _ROOT / path
         return open_run(path)
+    if not size:
+        if shipped and SHIPPED_RUN.exists():
+            from psens.store import open_run
+
+            return open_run(SHIPPED_RUN)
+        size = "tiny"
     if size not in SIZES:
-        fail(where, f"size={size!r} (PSENS_SIZE) is unknown", f"Use one of {SIZES}")
+        fail(where, f"size={size!r} (PSENS_SIZE) is unknown", f"Use one of {SIZES}, or ''")
     if size == "tiny":
         from psens.synthetic import synthetic_run
 
@@ -110,3 +146,116 @@ def load_run(
 
         return open_run(out if out is not None else full["store"])
     return out
+
+
+# ----------------------------------------------------------------------------- what a run holds
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _shots(ds) -> list[int]:
+    return [int(k) for k in ds["shot"].values] if "shot" in ds.dims else []
+
+
+def _meta_values(ds, key: str) -> set[str]:
+    if key not in ds.coords:
+        return set()
+    return {str(v).lower() for v in ds[key].values if str(v) not in ("", "nan")}
+
+
+def describe(ds) -> str:
+    """One line saying what the run holds, e.g. ``"synthetic run: 2 models (a, b),
+    8 samples, 5 templates (ips1 … ips5), shots 0/1/3, n = 5–6 words"``."""
+    models = [str(m) for m in ds["model"].values]
+    templates = [str(t) for t in ds["template"].values]
+    n = [int(x) for x in ds["n_vars"].values] if "n_vars" in ds.coords else []
+    parts = [
+        f"{_plural(len(models), 'model')} ({', '.join(models)})",
+        _plural(ds.sizes["sample"], "sample"),
+        f"{_plural(len(templates), 'template')} ({', '.join(templates)})",
+    ]
+    if _shots(ds):
+        parts.append("shots " + "/".join(str(k) for k in _shots(ds)))
+    if n:
+        parts.append(f"n = {min(n)}–{max(n)} words" if min(n) != max(n) else f"n = {n[0]} words")
+    kind = "synthetic run (toy numbers, not any model's)" if is_synthetic(ds) else "run"
+    return f"{kind}: " + ", ".join(parts)
+
+
+def lacks(
+    ds,
+    what: str,
+    *,
+    models: int = 1,
+    templates: int = 2,
+    shots: bool = False,
+    kinds: tuple[str, ...] = (),
+    archs: tuple[str, ...] = (),
+    hidden: bool = False,
+    instead: str = "",
+) -> str:
+    """Why ``ds`` cannot support the analysis ``what`` ('' when it can).
+
+    ``models``/``templates``: the least numbers needed; ``shots``: a ``shot`` dim with 0 and
+    a k > 0; ``kinds``/``archs``: model metadata values that must all be present (e.g.
+    ``("base", "tuned")``, ``("dense", "moe")``; ``"tuned"`` = instruct or chat);
+    ``hidden``: final-layer hidden-state metrics. ``instead`` is appended ("showing …").
+    """
+    has, needs = [], []
+    n_models = ds.sizes["model"]
+    if n_models < models:
+        has.append(_plural(n_models, "model"))
+        needs.append(f"≥ {models} models")
+    if ds.sizes["template"] < templates:
+        has.append(_plural(ds.sizes["template"], "template"))
+        needs.append(f"≥ {templates} templates")
+    if shots and not (0 in _shots(ds) and any(k > 0 for k in _shots(ds))):
+        has.append("no few-shot settings" if not _shots(ds) else f"shots {_shots(ds)}")
+        needs.append("0-shot and k-shot prompts")
+    have_kinds = _meta_values(ds, "kind")
+    if [k for k in kinds if k not in have_kinds | ({"tuned"} if have_kinds & TUNED else set())]:
+        has.append(f"model kinds {sorted(have_kinds) or 'unknown'}")
+        needs.append(" and ".join(kinds) + " models")
+    have_archs = _meta_values(ds, "arch")
+    if [a for a in archs if a not in have_archs]:
+        has.append(f"architectures {sorted(have_archs) or 'unknown'}")
+        needs.append(" and ".join(archs) + " models")
+    if hidden and not all(
+        k in ds and bool(ds[k].notnull().any()) for k in ("hidden_cosine", "hidden_l2")
+    ):
+        has.append("no hidden-state metrics")
+        needs.append("them")
+    if not has:
+        return ""
+    text = f"this run has {', '.join(has)}; {what} needs {', '.join(needs)}"
+    return text + (f" — {instead}" if instead else "")
+
+
+def verdict(run: str, holds: bool | None, ds=None) -> str:
+    """``"This run: <run> — the paper's claim holds here."`` (``holds`` True), "does not
+    hold here" (False) or "this run cannot test the claim" (None); "This synthetic run"
+    when ``ds`` is synthetic."""
+    outcome = {
+        True: "the paper's claim holds here",
+        False: "the paper's claim does not hold here",
+        None: "this run cannot test the claim",
+    }[None if holds is None else bool(holds)]
+    who = "This synthetic run" if ds is not None and is_synthetic(ds) else "This run"
+    return f"{who}: {run} — {outcome}."
+
+
+def paper_vs_run(paper: str, run: str, holds: bool | None, ds=None) -> str:
+    """``"The paper reports <paper>.\n"`` followed by :func:`verdict`."""
+    return f"The paper reports {paper}.\n" + verdict(run, holds, ds)
+
+
+def show(table, *sources):
+    """``table`` as is, or — when it or a source comes from a synthetic run — styled with a
+    caption saying so (3 decimals), so toy numbers never appear under real model names
+    unlabelled."""
+    if not is_synthetic(table, *sources):
+        return table
+    caption = f"{SYNTHETIC_NOTE}: toy numbers, not any model's and not the paper's"
+    return table.style.set_caption(caption).format(precision=3)

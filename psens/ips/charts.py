@@ -27,6 +27,7 @@ from psens._charts import (
     TEMPLATE_COLORS,
     altair,
     known_or,
+    label_synthetic,
     need_columns,
 )
 from psens.ips.metric import CLASSES, ORDER_LEVELS
@@ -130,7 +131,7 @@ def order_ips_chart(
             .add_params(pick)
             .properties(width=alt.Step(14))
         )
-        return base.properties(title=title) if title else base
+        return label_synthetic(base.properties(title=title) if title else base, table)
     order = _models_sorted(data, ["ips_all", "model"])
     x = {
         "x": alt.X("model:N", sort=order, title=None, axis=alt.Axis(labelAngle=-45)),
@@ -168,7 +169,7 @@ def order_ips_chart(
     chart = alt.layer(*layers).properties(
         width=alt.Step(max(8, 36 // max(len(orders), 1))), height=260
     )
-    return chart.properties(title=title) if title else chart
+    return label_synthetic(chart.properties(title=title) if title else chart, table)
 
 
 def classes_chart(table: pd.DataFrame, *, title: str = "") -> alt.Chart:
@@ -227,7 +228,7 @@ def classes_chart(table: pd.DataFrame, *, title: str = "") -> alt.Chart:
         .add_params(pick)
         .properties(width=360, height=alt.Step(18))
     )
-    return chart.properties(title=title) if title else chart
+    return label_synthetic(chart.properties(title=title) if title else chart, table)
 
 
 def case_study_chart(
@@ -276,7 +277,7 @@ def case_study_chart(
     chart = alt.layer(bars, rules).properties(width=420, height=alt.Step(12))
     if title or subtitle:
         chart = chart.properties(title=alt.TitleParams(text=title, subtitle=list(subtitle)))
-    return chart
+    return label_synthetic(chart, table)
 
 
 def factor_chart(groups: pd.DataFrame, delta: pd.DataFrame, *, title: str = "") -> alt.HConcatChart:
@@ -362,7 +363,7 @@ def factor_chart(groups: pd.DataFrame, delta: pd.DataFrame, *, title: str = "") 
         width=220, height=220, title="relative change"
     )
     chart = alt.hconcat(left, right).resolve_scale(color="independent")
-    return chart.properties(title=title) if title else chart
+    return label_synthetic(chart.properties(title=title) if title else chart, groups, delta)
 
 
 def sparsity_chart(
@@ -450,7 +451,9 @@ def sparsity_chart(
     )
     panel_c = alt.layer(c, cut).properties(width=240, height=220, title="(c) matching error")
     chart = alt.hconcat(panel_a, panel_b, panel_c)
-    return chart.properties(title=title) if title else chart
+    return label_synthetic(
+        chart.properties(title=title) if title else chart, curve, matching, errors
+    )
 
 
 def ips_ranking_chart(table: pd.DataFrame, *, title: str = "") -> alt.Chart:
@@ -475,7 +478,7 @@ def ips_ranking_chart(table: pd.DataFrame, *, title: str = "") -> alt.Chart:
         .add_params(pick)
         .properties(width=alt.Step(18), height=220)
     )
-    return chart.properties(title=title) if title else chart
+    return label_synthetic(chart.properties(title=title) if title else chart, table)
 
 
 def ips_consistency_chart(table: pd.DataFrame, *, title: str = "") -> alt.Chart:
@@ -516,4 +519,4 @@ def ips_consistency_chart(table: pd.DataFrame, *, title: str = "") -> alt.Chart:
         .encode(x="output_consistency:Q", y="ips:Q")
     )
     chart = alt.layer(points, fit).properties(width=300, height=240)
-    return chart.properties(title=title) if title else chart
+    return label_synthetic(chart.properties(title=title) if title else chart, table)

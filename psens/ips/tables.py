@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from psens._charts import mark_synthetic
 from psens._validation import fail
 from psens.interactions import reconstruct
 from psens.ips.factors.stats import bootstrap_means, percentile_ci, resample_counts
@@ -116,7 +117,7 @@ def model_meta(ds) -> pd.DataFrame:
     for key in META:
         if key in ds.coords and ds[key].dims == ("model",):
             out[key] = ds[key].values
-    return out
+    return mark_synthetic(out, ds)
 
 
 def format_value(value: Any) -> str:
@@ -211,7 +212,7 @@ def per_sample_ips(ds, tau: float = 0.1, *, solver: str | None = None):
     """
     out = sample_ips(ds, tau, orders=ORDER_LEVELS, solver=solver)
     out.attrs["tau"] = tau
-    return out.rename("ips")
+    return mark_synthetic(out.rename("ips"), ds)
 
 
 def _bootstrap_ci(
@@ -303,7 +304,7 @@ def order_ips_table(
         keep += ["p_value", "exceeds", "n", "floor_kind"]
         test = test[keep].astype({"model": str, "order": str}).rename(columns={"n": "n_paired"})
         out = out.merge(test, on=["model", "order"], how="left")
-    return out.merge(meta, on="model", how="left")
+    return mark_synthetic(out.merge(meta, on="model", how="left"), per_sample, meta)
 
 
 def output_consistency(ds, shot: int | None = None) -> pd.Series:
@@ -378,7 +379,7 @@ def class_table(
                     }
                 )
     cols = ["model", "group", "class", "label", "share", "count", "n_pairs"]
-    return pd.DataFrame(rows, columns=cols)
+    return mark_synthetic(pd.DataFrame(rows, columns=cols), ds)
 
 
 # ----------------------------------------------------------------------------- case study
@@ -437,7 +438,7 @@ def case_table(
     unfinished = "status" in sub and int(sub["status"].values) != DONE
     if unfinished or not np.isfinite(a).all():  # a pending or failed block
         info.update(n_salient=0, pending=True)
-        return pd.DataFrame(columns=cols), info
+        return mark_synthetic(pd.DataFrame(columns=cols), ds), info
     na, no = normalize(a, o)
     x = np.concatenate([na[:, 1:], no[:, 1:]], axis=-1)  # [2, 2*(size-1)]
     mag = np.abs(x).max(axis=0)
@@ -462,7 +463,7 @@ def case_table(
                     "class": _classify(float(x[0, k]), float(x[1, k])),
                 }
             )
-    return pd.DataFrame(rows, columns=cols), info
+    return mark_synthetic(pd.DataFrame(rows, columns=cols), ds), info
 
 
 # ----------------------------------------------------------------------------- factors
@@ -607,7 +608,7 @@ def factor_table(
             "n_pairs": n_pairs,
         }
     )
-    return groups, delta
+    return mark_synthetic(groups, per_sample, meta), mark_synthetic(delta, per_sample, meta)
 
 
 def _match_key(meta: pd.DataFrame, match: str) -> pd.Series | None:
@@ -661,7 +662,8 @@ def sparsity_table(
             pd.DataFrame({"model": model, "rank": np.arange(1, len(curve) + 1), "strength": curve})
         )
     cols = ["model", "rank", "strength"]
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=cols)
+    out = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=cols)
+    return mark_synthetic(out, ds)
 
 
 def _topk_phi(a: np.ndarray, o: np.ndarray, fraction: float) -> np.ndarray:
@@ -696,11 +698,11 @@ def matching_curve(
     n, v, a, o = _one_game(select_solver(ds, solver), model, sample, template, shot)
     cols = ["rank", "mask", "label", "v", "phi", "error"]
     if not np.isfinite(v).all():
-        return pd.DataFrame(columns=cols)
+        return mark_synthetic(pd.DataFrame(columns=cols), ds)
     phi = _topk_phi(a, o, fraction)
     words = [str(w) for w in ds["word"].sel(sample=sample).values[:n]]
     idx = np.argsort(v, kind="stable")
-    return pd.DataFrame(
+    out = pd.DataFrame(
         {
             "rank": np.arange(1, len(v) + 1),
             "mask": idx,
@@ -711,6 +713,7 @@ def matching_curve(
         },
         columns=cols,
     )
+    return mark_synthetic(out, ds)
 
 
 #: Fractions of interactions kept for the matching-error curve (fig. 2b quotes 3% and 5%).
@@ -771,4 +774,5 @@ def matching_error_table(
                     "n_games": len(e_all),
                 }
             )
-    return pd.DataFrame(rows, columns=["model", "fraction", "error", "relative", "n_games"])
+    out = pd.DataFrame(rows, columns=["model", "fraction", "error", "relative", "n_games"])
+    return mark_synthetic(out, ds)

@@ -145,3 +145,67 @@ def test_consistency_charts_have_no_undefined_legend_entry(run):
     rows.loc[0, "kind"] = float("nan")
     labels = _legend_labels(ips_charts.ips_consistency_chart(rows))
     assert "unknown" in labels and not {"undefined", "null", "NaN", ""} & set(labels)
+
+
+def _title(chart) -> str:
+    title = chart.to_dict().get("title") or ""
+    return title if isinstance(title, str) else str(title.get("text", ""))
+
+
+def _every_chart(run) -> dict[str, object]:
+    """Every chart of the IPS analyses (functions and widgets) drawn from ``run``."""
+    import psens.widgets as pw
+
+    kw = {"n_boot": 20, "n_perm": 20}
+    per_sample, meta = tables.per_sample_ips(run), tables.model_meta(run)
+    groups, delta = tables.factor_table(
+        per_sample, meta, by="kind", a=["instruct", "chat"], b=["base"], n_boot=20
+    )
+    scores = F.ips_by_threshold(run, n_boot=20)
+    charts = {
+        "order_ips": ips_charts.order_ips_chart(tables.order_ips_table(per_sample, meta)),
+        "factor": ips_charts.factor_chart(groups, delta),
+        "threshold": plots.threshold_chart(scores),
+        "heatmap": plots.threshold_heatmap(F.threshold_table(scores)),
+        "consistency": plots.consistency_chart(F.ips_vs_consistency(run, n_boot=20)),
+        "perturbation": plots.perturbation_chart(F.ips_by_perturbation(run, **kw)),
+        "representation": plots.representation_chart(F.representation_table(run, **kw)),
+        "few_shot": F.few_shot(run, **kw).chart(),
+        "instruct_vs_base": F.instruct_vs_base(run, **kw).chart(),
+    }
+    for widget in (pw.OrderIPS, pw.InteractionClasses, pw.CaseStudy, pw.Sparsity):
+        w = widget(run)
+        charts[widget.__name__] = w.jchart.chart
+        charts[f"{widget.__name__}.chart()"] = w.chart()
+    return charts
+
+
+def test_charts_of_a_synthetic_run_say_synthetic_in_their_title(run):
+    assert run.attrs["synthetic"]
+    for name, chart in _every_chart(run).items():
+        assert "synthetic" in _title(chart), name
+
+
+def test_charts_of_a_real_run_do_not(run):
+    real = run.copy()
+    real.attrs = {k: v for k, v in run.attrs.items() if k != "synthetic"}
+    for name, chart in _every_chart(real).items():
+        assert "synthetic" not in _title(chart), name
+
+
+def test_label_synthetic_keeps_titles_and_labels_once():
+    import pandas as pd
+
+    from psens._charts import SYNTHETIC_NOTE, label_synthetic
+
+    table = pd.DataFrame({"x": [1.0]})
+    table.attrs["synthetic"] = True
+    bare = alt.Chart(table).mark_bar().encode(x="x:Q")
+    assert _title(label_synthetic(bare, table)) == SYNTHETIC_NOTE
+    titled = label_synthetic(label_synthetic(bare.properties(title="IPS"), table), table)
+    assert _title(titled) == f"IPS ({SYNTHETIC_NOTE})"
+    sub = alt.TitleParams(text="case", subtitle=["T: A", "T-hat: B"])
+    params = label_synthetic(bare.properties(title=sub), table).to_dict()["title"]
+    assert params["text"] == f"case ({SYNTHETIC_NOTE})"
+    assert params["subtitle"] == ["T: A", "T-hat: B"]
+    assert _title(label_synthetic(bare, pd.DataFrame())) == ""

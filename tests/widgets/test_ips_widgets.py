@@ -7,6 +7,7 @@ A selection coming back from the browser is faked by setting ``jchart._vl_select
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -364,3 +365,54 @@ def test_chart_builders_are_pure(run):
     two = W.charts.order_ips_chart(table).to_dict()
     assert one == two
     assert table.equals(copy)  # the input is not modified
+
+
+def test_load_run_opens_the_shipped_run_by_default(tmp_path, monkeypatch):
+    from psens.store import to_netcdf
+
+    notebook = sys.modules["psens.widgets.notebook"]
+
+    monkeypatch.delenv("PSENS_RUN", raising=False)
+    monkeypatch.delenv("PSENS_SIZE", raising=False)
+    shipped = to_netcdf(synthetic_run(n_samples=2, seed=3), tmp_path / "arc.nc")
+    monkeypatch.setattr(notebook, "SHIPPED_RUN", shipped)
+    ds = W.load_run()
+    assert ds.sizes["sample"] == 2 and ds.attrs["seed"] == 3  # the file, not a new run
+    assert W.load_run(shipped=False).sizes["sample"] == 12  # a synthetic run instead
+    assert W.load_run(size="tiny").sizes["sample"] == 12
+    monkeypatch.setattr(notebook, "SHIPPED_RUN", tmp_path / "absent.nc")
+    assert W.load_run().sizes["sample"] == 12  # no shipped run: the synthetic one
+
+
+def test_load_run_finds_a_relative_path_from_the_checkout(tmp_path, monkeypatch):
+    from psens.store import to_netcdf
+
+    notebook = sys.modules["psens.widgets.notebook"]
+
+    monkeypatch.setattr(notebook, "_ROOT", tmp_path)
+    (tmp_path / "runs").mkdir()
+    to_netcdf(synthetic_run(n_samples=2), tmp_path / "runs" / "x.nc")
+    monkeypatch.chdir(tmp_path / "runs")
+    assert W.load_run("runs/x.nc").sizes["sample"] == 2
+
+
+def test_run_helpers_say_what_a_run_lacks_and_what_it_shows():
+    ds = synthetic_run(n_samples=3, shots=[0, 1])
+    assert W.describe(ds).startswith("synthetic run") and "shots 0/1" in W.describe(ds)
+    assert W.lacks(ds, "x", models=2, kinds=("base", "tuned"), archs=("dense", "moe")) == ""
+    one = ds.isel(model=[0], shot=0)
+    why = W.lacks(one, "the factor", models=2, kinds=("base", "tuned"), shots=True)
+    assert why.startswith("this run has 1 model") and "needs ≥ 2 models" in why
+    assert "base and tuned models" in why and "0-shot and k-shot" in why
+    assert "no hidden-state metrics" in W.lacks(ds.drop_vars("hidden_l2"), "H", hidden=True)
+    text = W.paper_vs_run("low < high (fig. 9)", "low 1.6 > high 1.3", False, ds)
+    assert text.splitlines() == [
+        "The paper reports low < high (fig. 9).",
+        "This synthetic run: low 1.6 > high 1.3 — the paper's claim does not hold here.",
+    ]
+    real = ds.copy()
+    real.attrs = {}
+    assert W.verdict("x", True, real) == "This run: x — the paper's claim holds here."
+    assert W.verdict("x", None) == "This run: x — this run cannot test the claim."
+    table = ds["model"].to_series().to_frame()
+    assert "synthetic" in W.show(table, ds).caption and W.show(table, real) is table

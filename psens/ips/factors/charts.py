@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from psens._charts import IPS_AXIS, altair, known_or, need_columns
+from psens._charts import IPS_AXIS, altair, known_or, label_synthetic, need_columns
 from psens._validation import fail
 
 __all__ = [
@@ -84,7 +84,8 @@ def pair_bars(result, order: str = "all", *, labels: tuple[str, str] = ("A", "B"
         alt.Color("role:N", title=None),
         tooltip=["model", "role", alt.Tooltip("ips:Q", format=".3f"), "p_value"],
     )
-    return chart.properties(width=alt.Step(14), title=f"IPS ({order} orders)")
+    chart = chart.properties(width=alt.Step(14), title=f"IPS ({order} orders)")
+    return label_synthetic(chart, result)
 
 
 def _scale_chart(result, order: str):
@@ -161,16 +162,18 @@ def factor_chart(result, order: str = "all"):
     """
     kind = result.factor
     if kind == "instruct_vs_base":
-        return pair_bars(result, order, labels=("Instruct / Chat models", "Base models"))
-    if kind == "scale":
-        return _scale_chart(result, order)
-    if kind == "dense_vs_moe":
-        return _dense_moe_chart(result, order)
-    if kind == "matched_active":
-        return pair_bars(result, order, labels=("Dense", "MoE"))
-    if kind == "few_shot":
-        return _few_shot_chart(result, order)
-    return pair_bars(result, order)
+        chart = pair_bars(result, order, labels=("Instruct / Chat models", "Base models"))
+    elif kind == "scale":
+        chart = _scale_chart(result, order)
+    elif kind == "dense_vs_moe":
+        chart = _dense_moe_chart(result, order)
+    elif kind == "matched_active":
+        chart = pair_bars(result, order, labels=("Dense", "MoE"))
+    elif kind == "few_shot":
+        chart = _few_shot_chart(result, order)
+    else:
+        chart = pair_bars(result, order)
+    return label_synthetic(chart, result)
 
 
 def threshold_chart(scores):
@@ -178,7 +181,7 @@ def threshold_chart(scores):
     :func:`psens.factors.ips_by_threshold`; parallel lines = stable ranking."""
     alt = altair()
     need_columns(scores, ["model", "tau", "ips"], "threshold_chart")
-    return (
+    chart = (
         alt.Chart(scores)
         .mark_line(point=True)
         .encode(
@@ -189,6 +192,7 @@ def threshold_chart(scores):
         )
         .properties(title="IPS across thresholds")
     )
+    return label_synthetic(chart, scores)
 
 
 def threshold_heatmap(table):
@@ -204,7 +208,8 @@ def threshold_heatmap(table):
         color=alt.Color("ips:Q", title="IPS", scale=alt.Scale(scheme="viridis"))
     )
     text = base.mark_text(fontSize=9).encode(text=alt.Text("ips:Q", format=".3f"))
-    return alt.layer(rect, text).properties(title="IPS at each threshold (table 3)")
+    chart = alt.layer(rect, text).properties(title="IPS at each threshold (table 3)")
+    return label_synthetic(chart, table)
 
 
 def consistency_chart(table):
@@ -229,7 +234,8 @@ def consistency_chart(table):
         .encode(x="consistency:Q", y="ips:Q")
     )
     layers = [pts, line] + ([bars] if "ips_lo" in table else [])
-    return alt.layer(*layers).properties(title="IPS vs output consistency")
+    chart = alt.layer(*layers).properties(title="IPS vs output consistency")
+    return label_synthetic(chart, table)
 
 
 def perturbation_chart(table):
@@ -258,11 +264,12 @@ def perturbation_chart(table):
         alt.Color("kind:N", title="Perturbation", sort=kinds),
         tooltip=["model", "kind", alt.Tooltip("ips:Q", format=".3f")],
     )
-    return (
+    chart = (
         chart.properties(width=alt.Step(12))
         .facet(column=alt.Column("arch:N", title=None))
         .resolve_scale(x="independent")
     )
+    return label_synthetic(chart, table)
 
 
 def representation_chart(table):
@@ -286,7 +293,7 @@ def representation_chart(table):
     import pandas as pd
 
     data = pd.DataFrame(rows)
-    return (
+    chart = (
         alt.Chart(data)
         .mark_bar()
         .encode(
@@ -300,3 +307,4 @@ def representation_chart(table):
         .facet(column=alt.Column("metric:N", title=None, sort=list(names.values())))
         .resolve_scale(y="independent")
     )
+    return label_synthetic(chart, table)

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from psens._charts import is_synthetic
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.ips.factors import pairings as P
 from psens.ips.factors.meta import META_COLUMNS, TUNED_KINDS, model_frame
@@ -334,7 +335,12 @@ def compare_models(
         n_perm=n_perm,
         ci=ci,
         seed=seed,
-        settings={"tau": tau, "templates": list(x.attrs["templates"]), "shot": shot},
+        settings={
+            "tau": tau,
+            "templates": list(x.attrs["templates"]),
+            "shot": shot,
+            "synthetic": is_synthetic(ds),
+        },
     )
 
 
@@ -656,6 +662,10 @@ def few_shot(
         n_perm=n_perm,
         ci=ci,
         seed=seed,
-        settings={"tau": tau, "templates": list(x.attrs["templates"])},
+        settings={
+            "tau": tau,
+            "templates": list(x.attrs["templates"]),
+            "synthetic": is_synthetic(ds),
+        },
     )
     return result

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from psens._charts import mark_synthetic
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.ips.factors.meta import model_frame
 from psens.ips.factors.stats import bootstrap_means, percentile_ci, rankdata, resample_counts
@@ -96,7 +97,7 @@ def ips_vs_consistency(
     table["consistency_lo"], table["consistency_hi"] = percentile_ci(bc, ci)
     table["n_samples"] = np.isfinite(xv).sum(axis=1)
     table.attrs.update(tau=tau, ci=ci, boot={"ips": bx, "consistency": bc})
-    return table
+    return mark_synthetic(table, ds)
 
 
 def _rowwise_corr(a: np.ndarray, b: np.ndarray) -> np.ndarray:

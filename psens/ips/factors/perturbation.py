@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from psens._charts import mark_synthetic
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.ips.factors.meta import model_frame
 from psens.ips.factors.stats import (
@@ -180,7 +181,7 @@ def ips_by_perturbation(
     out["p_value"] = core["p_value"]
     out["more_sensitive_to"] = np.where(out["difference"] > 0, ka, kb)
     out.attrs.update(tau=tau, kinds=list(kinds), pair_kind=table.to_dict())
-    return out
+    return mark_synthetic(out, ds)
 
 
 def perturbation_tables(table, *, by: str = "arch"):
@@ -194,5 +195,5 @@ def perturbation_tables(table, *, by: str = "arch"):
         t.columns = [f"{kb.title()} Tokens", f"{ka.title()} Tokens", "Difference", "p"]
         t = t.round(3)
         t.attrs["more_sensitive"] = sub["more_sensitive_to"].value_counts().to_dict()
-        out[str(key)] = t
+        out[str(key)] = mark_synthetic(t, table)
     return out

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from psens._charts import mark_synthetic
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.ips.factors.meta import model_frame
 from psens.ips.factors.stats import (
@@ -84,7 +85,7 @@ def representation_metrics(
             out[key] = np.where(cnt > 0, np.nansum(v, 1) / np.maximum(cnt, 1), np.nan)
         out[f"{key}_lo"], out[f"{key}_hi"] = percentile_ci(bootstrap_means(v, counts), ci)
     out.attrs.update(tau=tau, ci=ci)
-    return out
+    return mark_synthetic(out, ds)
 
 
 def representation_table(
@@ -142,4 +143,4 @@ def representation_table(
     out["l2_says_tuned_stabler"] = out["tuned_l2"] < out["base_l2"]
     out["ips_says_tuned_stabler"] = out["tuned_ips"] < out["base_ips"]
     out.attrs.update(tau=tau, ci=ci)
-    return out
+    return mark_synthetic(out, ds)

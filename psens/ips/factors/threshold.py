@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from psens._charts import mark_synthetic
 from psens._validation import check_positive_int, fail
 from psens.ips.factors.stats import bootstrap_means, percentile_ci, rank_agreement, resample_counts
 from psens.ips.metric import check_taus, sample_ips
@@ -102,7 +103,7 @@ def ips_by_threshold(
         if col in ds.coords:
             out[col] = np.repeat(ds[col].values, taus.size)
     out.attrs.update(order=order, taus=taus.tolist())
-    return out
+    return mark_synthetic(out, ds)
 
 
 def _matrix(scores) -> tuple[np.ndarray, list[str], np.ndarray]:
@@ -214,4 +215,4 @@ def threshold_table(scores, taus: Sequence[float] | None = TABLE3_TAUS, *, sort_
     if key in set(np.round(have, 4)):
         order = pd.DataFrame(x, index=models, columns=np.round(have, 4))[key]
         wide = wide.loc[order.sort_values(kind="stable").index]
-    return wide
+    return mark_synthetic(wide, scores)
