@@ -693,7 +693,14 @@ def _proxyspex(query, n, budget, seed):
         return np.zeros(1)
 
     approx._process_moebius = grab
-    approx.approximate(budget, _shapiq_game(query, n))
+    try:
+        approx.approximate(budget, _shapiq_game(query, n))
+    except (IndexError, ValueError) as err:  # e.g. a proxy with a single coefficient
+        fail(
+            where,
+            f"ProxySPEX failed at budget={budget}, n={n} ({type(err).__name__}: {err})",
+            "Pass a larger budget or use method='lasso'",
+        )
     moeb = captured or {(): 0.0}
     keys = np.asarray([sum(1 << int(i) for i in k) for k in moeb], dtype=np.uint64)
     vals = np.asarray([float(np.real(v)) for v in moeb.values()])

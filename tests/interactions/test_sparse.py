@@ -39,9 +39,10 @@ def test_evaluate_against_literal_sums():
     n = 5
     g = planted(n, [0, 1, 6, 0b10101, 31], seed=1)
     h = sp.SparseInteractions(n, g.subsets, g.values, "or")
+    pairs = list(zip(g.subsets.tolist(), g.values, strict=True))
     for t in range(2**n):
-        want_and = sum(v for s, v in zip(g.subsets.tolist(), g.values) if s & ~t == 0)
-        want_or = sum(v for s, v in zip(h.subsets.tolist(), h.values) if s == 0 or s & t)
+        want_and = sum(v for s, v in pairs if s & ~t == 0)
+        want_or = sum(v for s, v in pairs if s == 0 or s & t)
         assert g([t])[0] == pytest.approx(want_and)
         assert h([t])[0] == pytest.approx(want_or)
 
@@ -62,7 +63,7 @@ def test_fourier_to_mobius_literal():
     f = rng.normal(size=4)
     v = np.zeros(2**n)
     for t in range(2**n):
-        for s, c in zip(keys.tolist(), f):
+        for s, c in zip(keys.tolist(), f, strict=True):
             v[t] += c * np.prod([2 * ((t >> i) & 1) - 1 for i in range(n) if (s >> i) & 1])
     got = sp.fourier_to_mobius(keys, f, n).to_dense()
     assert np.allclose(got, mobius_and(v))
@@ -88,7 +89,7 @@ def test_lasso_recovers_a_planted_sparse_game_exactly(n):
     assert np.array_equal(rec.masks[0], np.ones(n, bool))  # the full prompt is queried
     got = rec.interactions
     assert len(got) <= len(keys) + 2
-    for s, v in zip(truth.subsets, truth.values):
+    for s, v in zip(truth.subsets, truth.values, strict=True):
         hit = got.subsets == s
         assert hit.any() and got.values[hit][0] == pytest.approx(v, abs=1e-8)
     assert np.allclose(rec.values, truth(rec.masks))
@@ -160,7 +161,8 @@ def test_restricted_split_stays_on_the_closure_and_matches():
 
 def test_subsets_helper_consistent():  # the literal helpers agree with the bitmask code
     for t in range(16):
-        assert sorted(subsets(t)) == sorted(
-            s for s in range(16) if s & ~t == 0
-        ) and popcount(t) == sp.popcount(np.array([t], np.uint64))[0]
+        assert (
+            sorted(subsets(t)) == sorted(s for s in range(16) if s & ~t == 0)
+            and popcount(t) == sp.popcount(np.array([t], np.uint64))[0]
+        )
     assert list(itertools.islice(sp._subsets_up_to(3, 2).tolist(), 7)) == [0, 1, 2, 4, 3, 5, 6]

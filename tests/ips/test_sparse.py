@@ -33,10 +33,8 @@ def test_and_or_on_the_complete_support_equals_exact_ips(order):
     v = games(n=4, seed=3)
     res = and_or(v, "canonical")
     sparse = [
-        SparseAndOr(
-            SparseInteractions.from_dense(a, "and"), SparseInteractions.from_dense(o, "or")
-        )
-        for a, o in zip(res.I_and, res.I_or)
+        SparseAndOr(SparseInteractions.from_dense(a, "and"), SparseInteractions.from_dense(o, "or"))
+        for a, o in zip(res.I_and, res.I_or, strict=True)
     ]
     want = ips_ref(res.I_and, res.I_or, 0.1, order)  # min over all 2(2^n - 1): complete
     assert S.sparse_ips(sparse, 0.1, order) == pytest.approx(want, nan_ok=True)
