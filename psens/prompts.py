@@ -652,6 +652,8 @@ def variables(
     phrases: Sequence[str] | None = None,
     default_phrases: bool = True,
     as_text: bool = False,
+    content_only: bool = False,
+    max_variables: int = MAX_VARIABLES,
 ) -> list[Variable]:
     """The input variables of ``item`` (words of its question and options).
 
@@ -678,6 +680,12 @@ def variables(
         Cap on n (default 10; at most :data:`MAX_VARIABLES`).
     as_text : bool
         Return the words as strings instead of :class:`Variable` objects.
+    content_only : bool
+        Skip step 2: merge phrases and drop stop words even when there are at most
+        ``n_max`` words (all content words of a long input, for sparse interactions).
+    max_variables : int
+        The cap on ``n_max`` (default :data:`MAX_VARIABLES`, the exact decomposition's);
+        sparse interactions (:mod:`psens.ips.sparse`) allow up to 64.
 
     Returns
     -------
@@ -686,17 +694,17 @@ def variables(
     """
     where = "psens.prompts.variables"
     n_max = check_positive_int(n_max, where, "n_max")
-    if n_max > MAX_VARIABLES:
+    if n_max > max_variables:
         fail(
             where,
-            f"n_max={n_max} is above the cap of {MAX_VARIABLES} variables "
+            f"n_max={n_max} is above the cap of {max_variables} variables "
             f"(2**{n_max} masked prompts per item and template)",
-            f"Pass n_max <= {MAX_VARIABLES}",
+            f"Pass n_max <= {max_variables}",
         )
     item.check(where)
     words = _segments(item)
     text_of = {"question": item.question, **{f"option:{lab}": t for lab, t in item.options}}
-    if len(words) <= n_max and not phrases:
+    if len(words) <= n_max and not phrases and not content_only:
         chosen = [Variable(w.text, w.field, w.start, w.end) for w in words]
         return [v.text for v in chosen] if as_text else chosen
 

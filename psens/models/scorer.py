@@ -315,12 +315,12 @@ class Scorer:
     def masked_ids(self, enc: Encoded, masks) -> list[np.ndarray] | np.ndarray:
         """Token ids of the masked prompts: an (m, L) array (length-preserving mode),
         or a list of 1-D arrays (``one_token_per_word``)."""
-        masks = self._check_masks(masks, enc.n)
+        bits = self._check_masks(masks, enc.n)
         mid = self.mask.id
         if not self.one_token_per_word:
-            out = np.repeat(enc.ids[None, :], len(masks), axis=0)
+            out = np.repeat(enc.ids[None, :], len(bits), axis=0)
             for i, pos in enumerate(enc.var_tokens):
-                dropped = ((masks >> i) & 1) == 0
+                dropped = ~bits[:, i]
                 if dropped.any():
                     out[np.ix_(dropped, pos)] = mid
             return out
@@ -329,11 +329,11 @@ class Scorer:
         owner = np.full(len(enc.ids), -1)
         for i, p in enumerate(enc.var_tokens):
             owner[p] = i
-        for m in masks:
+        for m in bits:
             row = []
             for pos, tok in enumerate(enc.ids):
                 i = owner[pos]
-                if i < 0 or (int(m) >> i) & 1:
+                if i < 0 or m[i]:
                     row.append(int(tok))
                 elif pos in first and first[pos] == i:
                     row.append(mid)
@@ -342,16 +342,34 @@ class Scorer:
 
     @staticmethod
     def _check_masks(masks, n: int) -> np.ndarray:
+        """Masks as booleans ``[m, n]`` (column i = variable i kept), from bitmasks (ints,
+        n <= 62) or a boolean array ``[m, n]`` (any n)."""
         where = "psens.models.Scorer.value"
         if masks is None:
-            return np.arange(2**n, dtype=np.int64)
-        a = np.atleast_1d(np.asarray(masks))
+            masks = np.arange(2**n, dtype=np.int64)
+        a = np.asarray(masks)
+        if a.ndim == 2 and (a.dtype == bool or np.issubdtype(a.dtype, np.integer)):
+            if a.shape[1] != n or (a.dtype != bool and not np.isin(a, (0, 1)).all()):
+                fail(
+                    where,
+                    f"2-d masks must be booleans of shape (m, {n}) for an item with n={n} "
+                    f"variables (got {a.dtype} of shape {a.shape})",
+                    "Pass one row per masked prompt, column i = variable i kept",
+                )
+            return a.astype(bool)
+        a = np.atleast_1d(a)
         if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
             fail(
                 where,
                 f"masks must be a 1-D integer array, got dtype {a.dtype} and shape {a.shape}",
-                "Pass bitmasks as ints (bit i set = variable i kept)",
+                "Pass bitmasks as ints (bit i set = variable i kept), or booleans (m, n)",
                 TypeError,
+            )
+        if n > 62:
+            fail(
+                where,
+                f"integer bitmasks cannot hold n={n} variables",
+                "Pass a boolean array (m, n) for items with more than 62 variables",
             )
         a = a.astype(np.int64)
         if a.size and (a.min() < 0 or a.max() >= 2**n):
@@ -361,7 +379,7 @@ class Scorer:
                 f"(got {int(a.min())}..{int(a.max())})",
                 "Use bits 0..n-1 only (all-ones = 2**n - 1 = nothing masked)",
             )
-        return a
+        return ((a[:, None] >> np.arange(n, dtype=np.int64)) & 1).astype(bool)
 
     # ------------------------------------------------------------------ model calls
 
@@ -607,9 +625,10 @@ class Scorer:
         item : Item
         template : str or Template
             ``"ips1"`` … ``"ips5"`` for MCQ items, ``"open"`` for open-ended ones.
-        masks : int array, optional
+        masks : int array or bool array (m, n), optional
             Bitmasks over the item's variables (bit i set = variable i kept;
-            ``2**n - 1`` = nothing masked). Default: all ``2**n`` in order.
+            ``2**n - 1`` = nothing masked), or booleans ``[m, n]`` (column i = variable i
+            kept; any n, needed for n > 62). Default: all ``2**n`` in order.
         shots : sequence of Item
             Few-shot examples (fig. 16); never masked.
         variables : sequence of Variable, optional
@@ -630,7 +649,7 @@ class Scorer:
         if method not in _METHODS:
             fail("psens.models.Scorer.value", f"method={method!r}", f"Use one of {_METHODS}")
         enc = self.encode(item, template, shots=shots, variables=variables)
-        masks = self._check_masks(masks, enc.n)
+        self._check_masks(masks, enc.n)  # refused before any model call
         skip = 0
         if enc.target_id >= 0:
             targets = np.asarray([enc.target_id], dtype=np.int64)

@@ -1,0 +1,801 @@
+r"""Sparse AND (Möbius) interactions of games too large for all :math:`2^n` values (n ≤ 64).
+
+The exact decomposition (:mod:`psens.interactions.transforms`) needs every value of the game,
+:math:`2^n` model calls, which limits it to n ≈ 12–16 words (IPS paper, appendix J). When the
+game is *sparse* — a few interactions carry almost all of it — the interactions can be
+recovered from a budget of :math:`B \ll 2^n` queries:
+
+.. math::  v(T) \approx \hat v(T) = \sum_{S \subseteq T,\ S \in K} I_{and}(S),
+           \qquad |K| \ll 2^n,
+
+and every interaction outside the recovered support :math:`K` is taken to be exactly 0.
+
+Methods (:func:`recover`):
+
+* ``"lasso"`` (psens' own, the default) — ``B`` coalitions drawn uniformly (each word kept
+  with probability 1/2; the full and the empty prompt always included), an L1-regularised
+  least-squares fit in the orthogonal Fourier (parity) basis
+  :math:`\chi_S(T) = \prod_{i\in S}(2\,[i\in T]-1)` over :math:`|S| \le d`
+  (cross-validated penalty, then an unpenalised refit on the selected support), converted to
+  Möbius coefficients by :math:`I_{and}(R) = \sum_{S \supseteq R} f_S\, 2^{|R|}(-1)^{|S|-|R|}`.
+  All orders are candidates up to the largest whose features fit ``max_features``; higher
+  orders (up to ``degree``, default 5) enter hierarchically, a set once two of its subsets
+  one word smaller were selected (:func:`fit_queries`).
+* ``"spex"`` — SPEX (Kang et al. 2025): structured queries that alias the Fourier spectrum
+  into bins, decoded by sparse-graph peeling (BCH-coded delays), through shapiq's
+  implementation (``sparse-transform``). Its query count is set by the budget rounded down to
+  what the code design allows; it needs a minimum budget and refuses less.
+* ``"proxyspex"`` — ProxySPEX (Butler et al. 2025): uniform queries, a gradient-boosted tree
+  proxy (LightGBM, cross-validated) whose Fourier transform is read off its trees, refined by
+  ridge regression on the strongest coefficients; through shapiq (needs ``lightgbm``).
+
+Subsets and masks are ``uint64`` bitmasks (bit ``i`` = word ``i``; n ≤ 64) or boolean arrays
+``[m, n]`` (any n); int64 masks cannot hold n > 62 and are refused there.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+.. [2] Kang, J. S., Butler, L., Agarwal, A., Erginbas, Y. E., Pedarsani, R., Ramchandran, K.,
+   and Yu, B. "SPEX: Scaling Feature Interaction Explanations for LLMs." Proceedings of the
+   42nd International Conference on Machine Learning (ICML), 2025. arXiv:2502.13870.
+.. [3] Butler, L., Kang, J. S., Agarwal, A., Erginbas, Y. E., Yu, B., and Ramchandran, K.
+   "ProxySPEX: Inference-Efficient Interpretability via Sparse Feature Interactions in
+   LLMs." arXiv:2505.17495, 2025.
+.. [4] Li, M., and Zhang, Q. "Defining and Quantifying AND-OR Interactions for Faithful and
+   Concise Explanation of DNNs." arXiv:2304.13312, 2023.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from psens._validation import check_positive_int, fail
+
+__all__ = [
+    "MAX_SPARSE_PLAYERS",
+    "METHODS",
+    "Recovery",
+    "SparseAndOr",
+    "SparseInteractions",
+    "as_bits",
+    "downward_closure",
+    "fit_queries",
+    "fourier_to_mobius",
+    "pack_bits",
+    "popcount",
+    "recover",
+    "restricted_and_or",
+    "unpack_bits",
+]
+
+#: Largest number of players of a sparse game (subsets are uint64 bitmasks).
+MAX_SPARSE_PLAYERS = 64
+Method = Literal["lasso", "spex", "proxyspex"]
+METHODS: tuple[str, ...] = ("lasso", "spex", "proxyspex")
+#: Smallest budget :func:`recover` accepts (the fits below it are meaningless).
+MIN_BUDGET = 8
+
+
+# ----------------------------------------------------------------------------- bitmasks
+
+
+def _check_n(n, where: str) -> int:
+    n = check_positive_int(n, where, "n")
+    if n > MAX_SPARSE_PLAYERS:
+        fail(
+            where,
+            f"n={n} words is above the {MAX_SPARSE_PLAYERS} a sparse game supports "
+            "(subsets are 64-bit masks)",
+            f"Use at most {MAX_SPARSE_PLAYERS} words",
+        )
+    return n
+
+
+def as_bits(masks, n: int, where: str = "psens.interactions.sparse") -> np.ndarray:
+    """Masks as a boolean array ``[m, n]`` (column ``i`` = word ``i`` kept).
+
+    Accepts a boolean (or 0/1) array ``[m, n]`` for any n, integer bitmasks for n ≤ 62
+    (int64) and ``uint64`` bitmasks for n ≤ 64.
+    """
+    a = np.asarray(masks)
+    if a.ndim == 2:
+        if a.shape[1] != n:
+            fail(where, f"masks have {a.shape[1]} columns for n={n} words", f"Pass [m, {n}]")
+        if a.dtype != bool:
+            if not np.isin(a, (0, 1)).all():
+                fail(where, "2-d masks hold values other than 0/1", "Pass a boolean array")
+            a = a.astype(bool)
+        return a
+    a = np.atleast_1d(a)
+    if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
+        fail(
+            where,
+            f"masks must be bitmasks [m] or booleans [m, n]; got {a.dtype} of shape {a.shape}",
+            "Pass integer bitmasks (bit i = word i kept) or a boolean array",
+            TypeError,
+        )
+    if a.dtype != np.uint64:
+        if n > 62:
+            fail(
+                where,
+                f"int64 bitmasks cannot hold n={n} words",
+                "Pass uint64 bitmasks or a boolean array [m, n] for n > 62",
+            )
+        if a.size and (a.min() < 0 or a.max() >= 2**n):
+            fail(where, f"masks must lie in [0, 2**{n})", "Use bits 0..n-1 only")
+        a = a.astype(np.uint64)
+    elif n < 64 and a.size and (a >> np.uint64(n)).any():
+        fail(where, f"masks use bits beyond word {n - 1}", "Use bits 0..n-1 only")
+    return unpack_bits(a, n)
+
+
+def pack_bits(bits) -> np.ndarray:
+    """Boolean ``[m, n]`` (n ≤ 64) to ``uint64`` bitmasks."""
+    b = np.asarray(bits, dtype=bool)
+    if b.shape[-1] > MAX_SPARSE_PLAYERS:
+        fail("pack_bits", f"{b.shape[-1]} words do not fit 64 bits", "Use at most 64 words")
+    weights = np.left_shift(np.uint64(1), np.arange(b.shape[-1], dtype=np.uint64))
+    return (b.astype(np.uint64) * weights).sum(axis=-1, dtype=np.uint64)
+
+
+def unpack_bits(keys, n: int) -> np.ndarray:
+    """``uint64`` bitmasks to boolean ``[m, n]``."""
+    k = np.asarray(keys, dtype=np.uint64)
+    return ((k[..., None] >> np.arange(n, dtype=np.uint64)) & np.uint64(1)).astype(bool)
+
+
+def popcount(keys) -> np.ndarray:
+    """Number of set bits of each ``uint64`` key."""
+    k = np.asarray(keys, dtype=np.uint64)
+    return np.unpackbits(k.view(np.uint8).reshape(*k.shape, 8), axis=-1).sum(axis=-1)
+
+
+# ----------------------------------------------------------------------------- containers
+
+
+@dataclass(frozen=True)
+class SparseInteractions:
+    r"""Interactions of one game on a support; every other subset's interaction is 0.
+
+    ``kind="and"`` (Möbius): :math:`\hat v(T) = \sum_{S\subseteq T} I(S)`;
+    ``kind="or"``: :math:`\hat v(T) = I(\emptyset) + \sum_{S\cap T\neq\emptyset} I(S)`.
+
+    Attributes
+    ----------
+    n : int
+        Number of words (players).
+    subsets : ndarray of uint64
+        Sorted, unique bitmasks of the support (the empty set 0 is the bias).
+    values : ndarray of float64
+        The interaction of each subset.
+    """
+
+    n: int
+    subsets: np.ndarray
+    values: np.ndarray
+    kind: str = "and"
+
+    def __post_init__(self) -> None:
+        s = np.asarray(self.subsets, dtype=np.uint64).ravel()
+        v = np.asarray(self.values, dtype=np.float64).ravel()
+        if s.shape != v.shape:
+            fail("SparseInteractions", "subsets and values differ in length", "Pass one each")
+        if not np.isfinite(v).all():
+            fail("SparseInteractions", "values contain NaN or inf", "Pass finite values")
+        if self.kind not in ("and", "or"):
+            fail("SparseInteractions", f"kind={self.kind!r}", "Use 'and' or 'or'")
+        order = np.argsort(s, kind="stable")
+        s, v = s[order], v[order]
+        if np.unique(s).size != s.size:
+            fail("SparseInteractions", "a subset is listed twice", "Sum duplicates first")
+        object.__setattr__(self, "subsets", s)
+        object.__setattr__(self, "values", v)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """:math:`|S|` of every listed subset."""
+        return popcount(self.subsets)
+
+    @property
+    def bias(self) -> float:
+        """The empty-set term (0 when not listed)."""
+        hit = self.subsets == 0
+        return float(self.values[hit][0]) if hit.any() else 0.0
+
+    def __len__(self) -> int:
+        return int(self.subsets.size)
+
+    def __call__(self, masks) -> np.ndarray:
+        """The game these interactions represent, at ``masks`` (bitmasks or booleans)."""
+        t = pack_bits(as_bits(masks, self.n, "SparseInteractions"))
+        out = np.zeros(t.size)
+        s, val = self.subsets, self.values
+        step = max(1, (1 << 22) // max(s.size, 1))
+        for a in range(0, t.size, step):
+            tt = t[a : a + step, None]
+            if self.kind == "and":
+                hit = (s[None, :] & ~tt) == 0
+                out[a : a + step] = hit.astype(float) @ val
+            else:
+                hit = ((s[None, :] & tt) != 0) | (s[None, :] == 0)
+                out[a : a + step] = hit.astype(float) @ val
+        return out
+
+    def to_dense(self) -> np.ndarray:
+        """All :math:`2^n` interactions (n ≤ 24)."""
+        if self.n > 24:
+            fail("SparseInteractions.to_dense", f"2**{self.n} is too large", "Use n <= 24")
+        out = np.zeros(2**self.n)
+        out[self.subsets.astype(np.int64)] = self.values
+        return out
+
+    @classmethod
+    def from_dense(cls, I, kind: str = "and", *, keep_zeros: bool = True):
+        """From a dense ``[2**n]`` array (the complete support; or only its nonzeros)."""
+        a = np.asarray(I, dtype=float).ravel()
+        n = round(math.log2(a.size))
+        if 2**n != a.size:
+            fail("SparseInteractions.from_dense", f"length {a.size}", "Pass 2**n values")
+        idx = np.arange(a.size) if keep_zeros else np.nonzero(a)[0]
+        return cls(n, idx.astype(np.uint64), a[idx], kind)
+
+    def top(self, k: int) -> SparseInteractions:
+        """The ``k`` largest in :math:`|I|` among the non-empty subsets (bias kept)."""
+        nonempty = self.subsets != 0
+        idx = np.nonzero(nonempty)[0]
+        keep = idx[np.argsort(-np.abs(self.values[idx]), kind="stable")[:k]]
+        keep = np.concatenate([np.nonzero(~nonempty)[0], keep])
+        return SparseInteractions(self.n, self.subsets[keep], self.values[keep], self.kind)
+
+
+@dataclass(frozen=True)
+class SparseAndOr:
+    """AND and OR interactions of one game on supports (see :func:`restricted_and_or`)."""
+
+    I_and: SparseInteractions
+    I_or: SparseInteractions
+    objective: float = float("nan")
+    support: str = "restricted"
+
+    @property
+    def n(self) -> int:
+        return self.I_and.n
+
+    def __call__(self, masks) -> np.ndarray:
+        return self.I_and(masks) + self.I_or(masks)
+
+
+@dataclass
+class Recovery:
+    """Result of :func:`recover`: the interactions and every query made."""
+
+    interactions: SparseInteractions
+    masks: np.ndarray  # bool [queries, n]
+    values: np.ndarray  # v at those masks
+    method: str
+    budget: int
+    info: dict = field(default_factory=dict)
+
+    @property
+    def queries(self) -> int:
+        """Distinct masks queried."""
+        return len(self.values)
+
+
+# ----------------------------------------------------------------------------- transforms
+
+
+def fourier_to_mobius(subsets, coeffs, n: int) -> SparseInteractions:
+    r"""Möbius (AND) interactions of :math:`f(T) = \sum_S f_S \chi_S(T)`,
+    :math:`\chi_S(T) = \prod_{i\in S}(2[i\in T]-1)`.
+
+    .. math::  I_{and}(R) = \sum_{S \supseteq R} f_S\, 2^{|R|}\,(-1)^{|S|-|R|}
+
+    Each Fourier term spreads over the :math:`2^{|S|}` subsets of S (so keep |S| small).
+    """
+    s = np.asarray(subsets, dtype=np.uint64).ravel()
+    f = np.asarray(coeffs, dtype=float).ravel()
+    out: dict[int, float] = {}
+    for key, val in zip(s.tolist(), f.tolist(), strict=True):
+        if val == 0.0:
+            continue
+        bits = [i for i in range(n) if (key >> i) & 1]
+        k = len(bits)
+        for sub in range(1 << k):
+            r = 0
+            size = 0
+            for j in range(k):
+                if (sub >> j) & 1:
+                    r |= 1 << bits[j]
+                    size += 1
+            out[r] = out.get(r, 0.0) + val * (2.0**size) * (-1.0) ** (k - size)
+    keys = np.fromiter(out.keys(), dtype=np.uint64, count=len(out))
+    vals = np.fromiter(out.values(), dtype=float, count=len(out))
+    # terms that cancel (a Möbius term spreads over all Fourier subsets of its set) are 0
+    tiny = 1e-12 * max(float(np.abs(f).max()) if f.size else 0.0, 1e-300)
+    keep = (np.abs(vals) > tiny) | (keys == 0)
+    return SparseInteractions(n, keys[keep], vals[keep], "and")
+
+
+def downward_closure(subsets, n: int) -> np.ndarray:
+    """All subsets of the given subsets (the empty set included), sorted ``uint64``."""
+    out: set[int] = {0}
+    for key in np.asarray(subsets, dtype=np.uint64).ravel().tolist():
+        if key in out:
+            continue
+        bits = [1 << i for i in range(n) if (key >> i) & 1]
+        if len(bits) > 20:
+            fail(
+                "downward_closure",
+                f"a subset of {len(bits)} words has 2**{len(bits)} subsets",
+                "Keep the support to interactions of at most 20 words",
+            )
+        subs = [0]
+        for b in bits:
+            subs += [x | b for x in subs]
+        out.update(subs)
+    return np.sort(np.fromiter(out, dtype=np.uint64, count=len(out)))
+
+
+def _features(bits: np.ndarray, subsets: np.ndarray) -> np.ndarray:
+    """Fourier features :math:`\\chi_S(T)` ``[m, k]`` (±1) of boolean masks."""
+    sb = unpack_bits(subsets, bits.shape[1])  # [k, n]
+    minus = (~bits).astype(np.int32) @ sb.T.astype(np.int32)  # words of S dropped from T
+    return np.where(minus % 2 == 0, 1.0, -1.0)
+
+
+def _subsets_up_to(n: int, degree: int) -> np.ndarray:
+    from itertools import combinations
+
+    out = [0]
+    for k in range(1, degree + 1):
+        for c in combinations(range(n), k):
+            out.append(sum(1 << i for i in c))
+    return np.asarray(out, dtype=np.uint64)
+
+
+def _n_features(n: int, degree: int) -> int:
+    return sum(math.comb(n, k) for k in range(degree + 1))
+
+
+# ----------------------------------------------------------------------------- sampling
+
+
+def _uniform_masks(n: int, budget: int, rng: np.random.Generator) -> np.ndarray:
+    """``budget`` distinct uniform masks, the full and the empty one first (bool [B, n])."""
+    if n <= 20:
+        rest = rng.permutation(np.arange(1, 2**n - 1, dtype=np.int64))[: budget - 2]
+        keys = np.concatenate([[2**n - 1, 0], rest]).astype(np.uint64)
+        return unpack_bits(keys, n)
+    full, empty = np.ones(n, bool), np.zeros(n, bool)
+    rows = [full, empty]
+    seen = {full.tobytes(), empty.tobytes()}
+    while len(rows) < budget:
+        for r in rng.random((budget, n)) < 0.5:
+            if r.tobytes() not in seen:
+                seen.add(r.tobytes())
+                rows.append(r)
+                if len(rows) == budget:
+                    break
+    return np.stack(rows)
+
+
+class _Recorder:
+    """Wraps the game: batched calls, each distinct mask queried once, all kept."""
+
+    def __init__(self, game: Callable[[np.ndarray], np.ndarray], n: int) -> None:
+        self.game, self.n = game, n
+        self.keys: dict[bytes, int] = {}
+        self.masks: list[np.ndarray] = []
+        self.values: list[float] = []
+
+    def __call__(self, bits) -> np.ndarray:
+        b = np.asarray(bits, dtype=bool).reshape(-1, self.n)
+        new = []
+        for r in b:
+            k = r.tobytes()
+            if k not in self.keys:
+                self.keys[k] = -1
+                new.append(r)
+        if new:
+            got = np.asarray(self.game(np.stack(new)), dtype=float).ravel()
+            if got.shape != (len(new),) or not np.isfinite(got).all():
+                fail(
+                    "psens.interactions.sparse.recover",
+                    f"the game returned {got.shape} values (finite: {np.isfinite(got).all()}) "
+                    f"for {len(new)} masks",
+                    "Return one finite value per mask",
+                )
+            for r, val in zip(new, got.tolist(), strict=True):
+                self.keys[r.tobytes()] = len(self.values)
+                self.masks.append(r)
+                self.values.append(val)
+        return np.asarray([self.values[self.keys[r.tobytes()]] for r in b])
+
+
+# ----------------------------------------------------------------------------- recovery
+
+
+def _check_budget(budget, n: int, where: str) -> int:
+    if isinstance(budget, bool) or not isinstance(budget, int | np.integer):
+        fail(where, f"budget={budget!r} is not an integer", "Pass a query count, e.g. 500")
+    budget = int(budget)
+    if budget < MIN_BUDGET:
+        fail(where, f"budget={budget} is below {MIN_BUDGET} queries", "Pass a larger budget")
+    if n <= 62 and budget > 2**n:
+        fail(
+            where,
+            f"budget={budget} is more than the 2**{n} = {2**n} masks of the game",
+            "Use the exact decomposition (psens.interactions.and_or) or a smaller budget",
+        )
+    return budget
+
+
+def recover(
+    game: Callable[[np.ndarray], np.ndarray],
+    n: int,
+    budget: int,
+    *,
+    method: Method = "lasso",
+    seed: int = 0,
+    degree: int | None = None,
+    max_features: int = 6000,
+    batch: int = 256,
+) -> Recovery:
+    r"""Recover the salient AND (Möbius) interactions of a game from ``budget`` queries.
+
+    Parameters
+    ----------
+    game : callable
+        ``game(bits)`` with ``bits`` a boolean ``[m, n]`` array (column ``i`` = word ``i``
+        kept) returns the ``m`` values :math:`v(T)`. It is called in batches of at most
+        ``batch`` distinct masks; a mask is never queried twice.
+    n : int
+        Number of words, 1 ≤ n ≤ 64.
+    budget : int
+        Largest number of distinct masks to query (``spex`` may use fewer: the largest count
+        its code design allows within the budget).
+    method : {"lasso", "spex", "proxyspex"}
+        See the module docstring.
+    seed : int
+        Seed of the query design (and of the cross-validation folds).
+    degree : int, optional
+        ``lasso``: highest interaction order (default 5, at most n; see
+        :func:`fit_queries`). ``spex``: its degree parameter (default 5).
+
+    Returns
+    -------
+    Recovery
+        ``interactions`` (Möbius, the bias included; every subset not listed is 0), the
+        queried ``masks`` (bool) and their ``values``, and ``info`` (degree, used budget,
+        cross-validated R² for ``lasso``).
+    """
+    where = "psens.interactions.sparse.recover"
+    n = _check_n(n, where)
+    if method not in METHODS:
+        fail(where, f"method={method!r} is unknown", f"Use one of {METHODS}")
+    budget = _check_budget(budget, n, where)
+    batch = check_positive_int(batch, where, "batch")
+    rec = _Recorder(game, n)
+
+    def query(bits: np.ndarray) -> np.ndarray:
+        out = np.empty(len(bits))
+        for a in range(0, len(bits), batch):
+            out[a : a + batch] = rec(bits[a : a + batch])
+        return out
+
+    rng = np.random.default_rng(seed)
+    if method == "lasso":
+        inter, info = _lasso(query, n, budget, rng, degree, max_features, seed)
+    elif method == "spex":
+        inter, info = _spex(query, n, budget, degree, seed)
+    else:
+        inter, info = _proxyspex(query, n, budget, seed)
+    return Recovery(
+        interactions=inter,
+        masks=np.stack(rec.masks) if rec.masks else np.zeros((0, n), bool),
+        values=np.asarray(rec.values),
+        method=method,
+        budget=budget,
+        info=info,
+    )
+
+
+def _full_degree(n: int, max_features: int) -> int:
+    """The largest order whose every subset fits ``max_features`` Fourier features."""
+    degree = 1
+    while degree < n and _n_features(n, degree + 1) <= max_features:
+        degree += 1
+    return degree
+
+
+def _lasso(query, n, budget, rng, degree, max_features, seed):
+    bits = _uniform_masks(n, budget, rng)
+    y = query(bits)
+    return fit_queries(bits, y, degree=degree, max_features=max_features, seed=seed)
+
+
+def _grow(selected: np.ndarray, k: int, limit: int) -> np.ndarray:
+    """Subsets of size ``k`` that are the union of two selected ``k - 1``-subsets (at most
+    ``limit``, the most supported first)."""
+    sel = sorted({int(s) for s in selected.tolist() if bin(int(s)).count("1") == k - 1})
+    count: dict[int, int] = {}
+    for i, s in enumerate(sel):
+        for t in sel[i + 1 :]:
+            c = s | t
+            if bin(c).count("1") == k:
+                count[c] = count.get(c, 0) + 1
+    best = sorted(count, key=lambda c: (-count[c], c))[:limit]
+    return np.asarray(sorted(best), dtype=np.uint64)
+
+
+def _lasso_fit(X, y, budget, seed):
+    from sklearn.linear_model import LassoCV
+
+    folds = min(5, max(2, budget // 4))
+    model = LassoCV(cv=folds, alphas=25, max_iter=3000, tol=1e-4, random_state=seed)
+    with np.errstate(all="ignore"):
+        model.fit(X, y)
+    coef = model.coef_.copy()
+    sel = np.nonzero(coef)[0]
+    intercept = float(model.intercept_)
+    if 0 < sel.size < 0.5 * budget:  # debias: least squares on the selected support
+        A = np.concatenate([np.ones((budget, 1)), X[:, sel]], axis=1)
+        sol = np.linalg.lstsq(A, y, rcond=None)[0]
+        intercept, coef = float(sol[0]), np.zeros_like(coef)
+        coef[sel] = sol[1:]
+    mse = float(np.min(np.mean(model.mse_path_, axis=1)))
+    return intercept, coef, sel, mse
+
+
+def fit_queries(
+    masks,
+    values,
+    *,
+    degree: int | None = None,
+    max_features: int = 6000,
+    seed: int = 0,
+) -> tuple[SparseInteractions, dict]:
+    r"""The ``lasso`` fit on given queries (e.g. a stored query log, to re-analyse it).
+
+    Fourier features :math:`\chi_S` and an intercept. All subsets up to the largest order
+    ``d0`` that fits ``max_features`` features are candidates; higher orders up to ``degree``
+    (default 5, at most n) enter hierarchically: a subset of size ``k`` becomes a candidate
+    when it is the union of two selected ``k - 1``-subsets (a Möbius term on S has Fourier
+    terms on every subset of S, so an exactly sparse game satisfies this). Each round,
+    :class:`sklearn.linear_model.LassoCV` (k-fold) selects the support and least squares on
+    it (when it holds fewer than half as many terms as queries) removes the L1 shrinkage.
+    The result is converted to Möbius interactions (:func:`fourier_to_mobius`).
+
+    Returns the interactions and ``info`` (``degree``: the highest order selected,
+    ``used_budget``, ``cv_r2``: the cross-validated R² of the last round).
+    """
+    where = "psens.interactions.sparse.fit_queries"
+    bits = np.asarray(masks)
+    if bits.ndim != 2 or bits.dtype != bool:
+        fail(where, "masks must be a boolean array [m, n]", "Pass the queried masks as bool")
+    y = np.asarray(values, dtype=float).ravel()
+    if y.shape != (bits.shape[0],) or not np.isfinite(y).all():
+        fail(where, "values must be one finite number per mask", "Pass v at the masks")
+    budget, n = bits.shape
+    if budget < MIN_BUDGET:
+        fail(where, f"{budget} queries are fewer than {MIN_BUDGET}", "Query more masks")
+    if degree is None:
+        degree = min(n, 5)
+    else:
+        degree = check_positive_int(degree, where, "degree")
+        if degree > n:
+            fail(where, f"degree={degree} is above n={n}", f"Pass degree <= {n}")
+    d0 = min(degree, _full_degree(n, max_features))
+    cand = _subsets_up_to(n, d0)[1:]  # the intercept is fitted separately
+    X = _features(bits, cand)
+    intercept, coef, sel, mse = _lasso_fit(X, y, budget, seed)
+    for k in range(d0 + 1, degree + 1):
+        chosen = cand[sel]
+        new = _grow(chosen, k, max_features)
+        if new.size == 0:
+            break
+        cand = np.concatenate([cand, new])
+        X = np.concatenate([X, _features(bits, new)], axis=1)
+        intercept, coef, sel, mse = _lasso_fit(X, y, budget, seed)
+    keys = np.concatenate([[np.uint64(0)], cand[sel]])
+    vals = np.concatenate([[intercept], coef[sel]])
+    inter = fourier_to_mobius(keys, vals, n)
+    var = float(np.var(y))
+    r2 = 1 - mse / var if var > 0 else float("nan")
+    top = int(popcount(cand[sel]).max()) if sel.size else 0
+    return inter, {"degree": top, "used_budget": budget, "cv_r2": r2}
+
+
+def _shapiq_game(query, n):
+    def f(inputs):
+        return query(np.asarray(inputs).astype(bool).reshape(-1, n))
+
+    return f
+
+
+def _spex(query, n, budget, degree, seed):
+    from shapiq.approximator.sparse import SPEX
+    from sparse_transform.qsft.qsft import transform
+    from sparse_transform.qsft.signals.input_signal_subsampled import SubsampledSignal
+    from sparse_transform.qsft.utils.general import fourier_to_mobius as f2m
+
+    where = "psens.interactions.sparse.recover"
+    if n < 4:
+        fail(where, f"SPEX needs at least 4 words (n={n})", "Use method='lasso'")
+    # sparse-transform draws its query design from numpy's global generator
+    np.random.seed(seed)  # noqa: NPY002
+    approx = SPEX(n=n, index="FBII", random_state=seed, degree_parameter=degree or 5)
+    try:
+        used = approx._set_transform_budget(budget)
+    except ValueError:
+        need = _spex_min_budget(n, approx)
+        fail(
+            where,
+            f"budget={budget} is too small for SPEX at n={n} words"
+            + (f" (it needs about {need})" if need else ""),
+            "Pass a larger budget or use method='lasso'",
+        )
+    if used > budget:
+        fail(where, f"SPEX would use {used} queries > budget={budget}", "Raise the budget")
+    signal = SubsampledSignal(func=_shapiq_game(query, n), n=n, q=2, query_args=approx.query_args)
+    four = {
+        tuple(np.nonzero(k)[0]): float(np.real(v))
+        for k, v in transform(signal, **approx.decoder_args).items()
+    }
+    moeb = f2m(four) if four else {(): 0.0}
+    keys = np.asarray([sum(1 << int(i) for i in k) for k in moeb], dtype=np.uint64)
+    vals = np.asarray([float(np.real(v)) for v in moeb.values()])
+    keys, inv = np.unique(keys, return_inverse=True)
+    vals = np.bincount(inv.ravel(), vals, keys.size)
+    return SparseInteractions(n, keys, vals, "and"), {
+        "degree": approx.degree_parameter,
+        "used_budget": int(used),
+        "b": int(approx.query_args["b"]),
+    }
+
+
+def _spex_min_budget(n: int, approx) -> int | None:
+    from sparse_transform.qsft.signals.input_signal_subsampled import SubsampledSignal
+
+    try:
+        return int(SubsampledSignal.get_number_of_samples(n, 3, 2, 2, approx.query_args))
+    except Exception:  # only a hint in an error message
+        return None
+
+
+def _proxyspex(query, n, budget, seed):
+    where = "psens.interactions.sparse.recover"
+    try:
+        import lightgbm  # noqa: F401
+    except ImportError:
+        fail(
+            where,
+            "method='proxyspex' needs the lightgbm package",
+            "pip install lightgbm (or use method='lasso')",
+            ImportError,
+        )
+    from shapiq.approximator.sparse import ProxySPEX
+
+    approx = ProxySPEX(n=n, index="FBII", random_state=seed)
+    captured: dict = {}
+
+    def grab(moebius_transform):
+        captured.update(moebius_transform)
+        approx._interaction_lookup = {(): 0}
+        return np.zeros(1)
+
+    approx._process_moebius = grab
+    try:
+        approx.approximate(budget, _shapiq_game(query, n))
+    except (IndexError, ValueError) as err:  # e.g. a proxy with a single coefficient
+        fail(
+            where,
+            f"ProxySPEX failed at budget={budget}, n={n} ({type(err).__name__}: {err})",
+            "Pass a larger budget or use method='lasso'",
+        )
+    moeb = captured or {(): 0.0}
+    keys = np.asarray([sum(1 << int(i) for i in k) for k in moeb], dtype=np.uint64)
+    vals = np.asarray([float(np.real(v)) for v in moeb.values()])
+    keys, inv = np.unique(keys, return_inverse=True)
+    vals = np.bincount(inv.ravel(), vals, keys.size)
+    return SparseInteractions(n, keys, vals, "and"), {"used_budget": budget}
+
+
+# ----------------------------------------------------------------------------- AND-OR
+
+
+def _or_matrix(D: np.ndarray):
+    r"""Sparse matrix C with :math:`I_{or} = C\,b` for a game whose Möbius coefficients
+    ``b`` live on the downward-closed set ``D``:
+    :math:`I_{or}(Q) = (-1)^{|Q|+1}\sum_{R\supseteq Q,\,R\in D} b_R` for :math:`Q\neq\emptyset`,
+    :math:`I_{or}(\emptyset) = b_\emptyset`."""
+    from scipy import sparse as sp
+
+    pos = {int(k): i for i, k in enumerate(D.tolist())}
+    rows, cols, vals = [], [], []
+    for j, r in enumerate(D.tolist()):
+        bits = [1 << i for i in range(64) if (r >> i) & 1]
+        subs = [0]
+        for b in bits:
+            subs += [x | b for x in subs]
+        for q in subs if r == 0 else subs[1:]:  # the constant maps to the OR bias only
+            i = pos[q]
+            rows.append(i)
+            cols.append(j)
+            vals.append(1.0 if q == 0 else (-1.0) ** (bin(q).count("1") + 1))
+    return sp.csr_matrix((vals, (rows, cols)), shape=(len(D), len(D)))
+
+
+def restricted_and_or(I_and: SparseInteractions) -> SparseAndOr:
+    r"""The AND-OR split of eq. 12 restricted to games supported on the recovered support.
+
+    With :math:`m` the Möbius interactions of :math:`v` on the support :math:`K`, and
+    :math:`D` its downward closure (all subsets of the sets in :math:`K`), the split
+    :math:`v_{and} = v/2 + \gamma`, :math:`v_{or} = v/2 - \gamma` is searched over all
+    :math:`\gamma` whose Möbius interactions :math:`g` live on :math:`D`:
+
+    .. math::
+        \min_{g \in \mathbb R^{D}} \sum_{S\in D} |m_S/2 + g_S|
+            + \sum_{Q \in D} |(C(m/2 - g))_Q|
+
+    with :math:`C` the AND-to-OR change of basis on :math:`D` (:math:`\prod_{i\in R}x_i =
+    \sum_{\emptyset\neq Q\subseteq R}(-1)^{|Q|+1}[Q\cap T\neq\emptyset]`; D downward closed
+    makes it square and invertible), solved as an LP with HiGHS. Both interaction sets then
+    live on :math:`D` and reproduce :math:`\hat v` exactly (universal matching).
+
+    What it is and is not: the feasible set is the exact problem's (eq. 12) intersected with
+    "γ supported on D", so its objective is an *upper bound* of the exact optimum of
+    :math:`\hat v`, equal to it when :math:`D` is the whole power set (tested). The exact split
+    may place interactions outside :math:`D` (an OR of many words is dense in the AND basis),
+    which no query budget ≪ :math:`2^n` can certify; compare with the exact canonical split
+    where n is small (the README's table). The returned split is an optimal vertex (as
+    ``method="exact"``), not the least-norm one.
+    """
+    from scipy import sparse as sp
+    from scipy.optimize import linprog
+
+    where = "psens.interactions.sparse.restricted_and_or"
+    if I_and.kind != "and":
+        fail(where, "the interactions are not AND (Möbius)", "Pass the AND interactions")
+    D = downward_closure(I_and.subsets, I_and.n)
+    if D.size > 200_000:
+        fail(where, f"the closed support has {D.size} subsets", "Recover a sparser support")
+    m = np.zeros(D.size)
+    m[np.searchsorted(D, I_and.subsets)] = I_and.values
+    C = _or_matrix(D)
+    k = D.size
+    eye = sp.identity(k, format="csr")
+    # variables [g (k), s (k), t (k)]: s >= |m/2 + g|, t >= |C(m/2 - g)|
+    half = m / 2
+    Cm = C @ half
+    A = sp.vstack(
+        [
+            sp.hstack([eye, -eye, sp.csr_matrix((k, k))]),  # g - s <= -m/2
+            sp.hstack([-eye, -eye, sp.csr_matrix((k, k))]),  # -g - s <= m/2
+            sp.hstack([-C, sp.csr_matrix((k, k)), -eye]),  # -Cg - t <= -Cm/2
+            sp.hstack([C, sp.csr_matrix((k, k)), -eye]),  # Cg - t <= Cm/2
+        ],
+        format="csr",
+    )
+    b = np.concatenate([-half, half, -Cm, Cm])
+    c = np.concatenate([np.zeros(k), np.ones(2 * k)])
+    bounds = [(None, None)] * k + [(0, None)] * (2 * k)
+    res = linprog(c, A_ub=A, b_ub=b, bounds=bounds, method="highs")
+    if res.status != 0:
+        fail(where, f"the LP did not solve ({res.message})", "Report this game")
+    g = res.x[:k]
+    ia = half + g
+    io = C @ (half - g)
+    return SparseAndOr(
+        SparseInteractions(I_and.n, D, ia, "and"),
+        SparseInteractions(I_and.n, D, io, "or"),
+        objective=float(np.abs(ia).sum() + np.abs(io).sum()),
+    )

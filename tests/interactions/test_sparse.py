@@ -1,0 +1,168 @@
+"""Sparse AND interactions: bitmasks, transforms, recovery on synthetic sparse games, the
+restricted AND-OR split."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from psens.interactions import and_or, l1_objective, mobius_and, mobius_or
+from psens.interactions import sparse as sp
+from tests.support import lp_optimum, popcount, subsets
+
+
+def planted(n, keys, seed=0):
+    rng = np.random.default_rng(seed)
+    vals = rng.choice([-1, 1], len(keys)) * rng.uniform(1.0, 3.0, len(keys))
+    return sp.SparseInteractions(n, np.asarray(keys, np.uint64), vals)
+
+
+def test_bits_roundtrip_64_words():
+    rng = np.random.default_rng(0)
+    bits = rng.random((50, 64)) < 0.5
+    bits[0] = True  # bit 63 set: beyond int64
+    keys = sp.pack_bits(bits)
+    assert keys.dtype == np.uint64 and keys[0] == np.uint64(2**64 - 1)
+    assert np.array_equal(sp.unpack_bits(keys, 64), bits)
+    assert np.array_equal(sp.as_bits(keys, 64), bits)
+    assert sp.popcount(keys).tolist() == bits.sum(axis=1).tolist()
+
+
+def test_int64_masks_refused_beyond_62_words():
+    with pytest.raises(ValueError, match="int64 bitmasks cannot hold n=63"):
+        sp.as_bits(np.array([1, 2]), 63)
+    with pytest.raises(ValueError, match=r"masks must lie in \[0, 2\*\*3\)"):
+        sp.as_bits(np.array([8]), 3)
+
+
+def test_evaluate_against_literal_sums():
+    n = 5
+    g = planted(n, [0, 1, 6, 0b10101, 31], seed=1)
+    h = sp.SparseInteractions(n, g.subsets, g.values, "or")
+    pairs = list(zip(g.subsets.tolist(), g.values, strict=True))
+    for t in range(2**n):
+        want_and = sum(v for s, v in pairs if s & ~t == 0)
+        want_or = sum(v for s, v in pairs if s == 0 or s & t)
+        assert g([t])[0] == pytest.approx(want_and)
+        assert h([t])[0] == pytest.approx(want_or)
+
+
+def test_dense_roundtrip_matches_mobius():
+    rng = np.random.default_rng(2)
+    v = rng.normal(size=2**6)
+    I = sp.SparseInteractions.from_dense(mobius_and(v))
+    assert np.allclose(I(np.arange(2**6)), v)
+    assert np.allclose(I.to_dense(), mobius_and(v))
+
+
+def test_fourier_to_mobius_literal():
+    # f(T) = sum_S f_S prod_{i in S} (2[i in T] - 1): Möbius of its 2**n values
+    n = 4
+    rng = np.random.default_rng(3)
+    keys = np.array([0, 3, 5, 14], np.uint64)
+    f = rng.normal(size=4)
+    v = np.zeros(2**n)
+    for t in range(2**n):
+        for s, c in zip(keys.tolist(), f, strict=True):
+            v[t] += c * np.prod([2 * ((t >> i) & 1) - 1 for i in range(n) if (s >> i) & 1])
+    got = sp.fourier_to_mobius(keys, f, n).to_dense()
+    assert np.allclose(got, mobius_and(v))
+
+
+def test_downward_closure():
+    got = sp.downward_closure(np.array([0b101, 0b1000], np.uint64), 4).tolist()
+    assert got == [0, 1, 4, 5, 8]
+
+
+@pytest.mark.parametrize("n", [10, 24, 64])
+def test_lasso_recovers_a_planted_sparse_game_exactly(n):
+    keys = [0, 1, 2 | 8, (1 << (n - 1)) | 4, 0b111 << 3, (1 << (n - 2)) | 1]
+    truth = planted(n, keys, seed=n)
+    calls = []
+
+    def game(bits):
+        calls.append(len(bits))
+        return truth(bits)
+
+    rec = sp.recover(game, n, 300, method="lasso", degree=3, batch=100)
+    assert rec.queries == 300 == sum(calls) and max(calls) <= 100
+    assert np.array_equal(rec.masks[0], np.ones(n, bool))  # the full prompt is queried
+    got = rec.interactions
+    assert len(got) <= len(keys) + 2
+    for s, v in zip(truth.subsets, truth.values, strict=True):
+        hit = got.subsets == s
+        assert hit.any() and got.values[hit][0] == pytest.approx(v, abs=1e-8)
+    assert np.allclose(rec.values, truth(rec.masks))
+    assert np.allclose(got(rec.masks), rec.values, atol=1e-8)
+
+
+@pytest.mark.slow  # shapiq's SPEX compiles its BCH decoder on first use (minutes)
+def test_spex_recovers_a_planted_sparse_game():
+    n = 10
+    truth = planted(n, [0, 1, 2 | 8, 0b111 << 3], seed=5)
+    rec = sp.recover(truth, n, 600, method="spex", degree=3)
+    assert rec.queries <= 600
+    assert np.allclose(rec.interactions.to_dense(), truth.to_dense(), atol=1e-6)
+
+
+def test_recovery_refuses_bad_budgets_and_n():
+    g = planted(6, [0, 1])
+    with pytest.raises(ValueError, match="budget=100 is more than the 2\\*\\*6 = 64 masks"):
+        sp.recover(g, 6, 100)
+    with pytest.raises(ValueError, match="budget=3 is below 8 queries"):
+        sp.recover(g, 6, 3)
+    with pytest.raises(ValueError, match="is not an integer"):
+        sp.recover(g, 6, 10.5)
+    with pytest.raises(ValueError, match="n=65 words is above the 64"):
+        sp.recover(g, 65, 100)
+    with pytest.raises(ValueError, match="method='bogus' is unknown"):
+        sp.recover(g, 6, 20, method="bogus")
+
+
+def test_game_returning_nan_is_refused():
+    with pytest.raises(ValueError, match="one finite value per mask"):
+        sp.recover(lambda b: np.full(len(b), np.nan), 5, 10)
+
+
+def test_or_change_of_basis_matches_mobius_or():
+    rng = np.random.default_rng(4)
+    v = rng.normal(size=8)
+    C = sp._or_matrix(np.arange(8, dtype=np.uint64)).toarray()
+    assert np.allclose(C @ mobius_and(v), mobius_or(v))
+    # literal: I_or(Q) = (-1)^(|Q|+1) sum_{R ⊇ Q} b_R (Q ≠ ∅), I_or(∅) = b_∅
+    b = mobius_and(v)
+    for q in range(1, 8):
+        want = (-1) ** (popcount(q) + 1) * sum(b[r] for r in range(8) if r & q == q)
+        assert (C @ b)[q] == pytest.approx(want)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_restricted_split_on_the_full_support_is_the_exact_optimum(seed):
+    n = 4
+    v = np.random.default_rng(seed).normal(size=2**n)
+    res = sp.restricted_and_or(sp.SparseInteractions.from_dense(mobius_and(v)))
+    assert res.objective == pytest.approx(lp_optimum(v), abs=1e-8)
+    ex = and_or(v[None], "canonical")
+    assert res.objective == pytest.approx(float(l1_objective(ex.I_and, ex.I_or)[0]), abs=1e-7)
+    assert np.allclose(res(np.arange(2**n)), v)  # universal matching
+
+
+def test_restricted_split_stays_on_the_closure_and_matches():
+    n = 40
+    truth = planted(n, [0, 1, 6, 1 << 39 | 1 << 20 | 2], seed=9)
+    res = sp.restricted_and_or(truth)
+    closure = set(sp.downward_closure(truth.subsets, n).tolist())
+    assert set(res.I_and.subsets.tolist()) == closure == set(res.I_or.subsets.tolist())
+    bits = np.random.default_rng(0).random((200, n)) < 0.5
+    assert np.allclose(res(bits), truth(bits))
+    # not worse than the pure AND split (gamma = v/2) of the same game
+    assert res.objective <= np.abs(truth.values).sum() + 1e-9
+
+
+def test_subsets_helper_consistent():  # the literal helpers agree with the bitmask code
+    for t in range(16):
+        assert (
+            sorted(subsets(t)) == sorted(s for s in range(16) if s & ~t == 0)
+            and popcount(t) == sp.popcount(np.array([t], np.uint64))[0]
+        )
+    assert list(itertools.islice(sp._subsets_up_to(3, 2).tolist(), 7)) == [0, 1, 2, 4, 3, 5, 6]
