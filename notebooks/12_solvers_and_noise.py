@@ -27,7 +27,7 @@ import pandas as pd
 
 import psens.widgets as pw
 from psens.ips import sample_ips, solver_sensitivity, solver_table
-from psens.ips.floor import PRECISION_SIGMA, floor_test, run_floor
+from psens.ips.floor import PRECISION_SIGMA, floor_test, noise_floor, run_floor
 
 TINY = PSENS_SIZE != "full"
 ds = pw.load_run(
@@ -38,7 +38,7 @@ ds = pw.load_run(
 SOURCE = PSENS_RUN or ("a synthetic run" if ds.attrs.get("synthetic") else str(pw.SHIPPED_RUN.name))
 print(pw.describe(ds))
 if TINY:  # every game is decomposed again per solver: look at a slice
-    keep = dict(model=slice(0, 2), sample=slice(0, 4))
+    keep = dict(model=slice(0, 2), sample=slice(0, 8))
     if "shot" in ds.dims and ds.sizes["shot"] > 2:
         keep["shot"] = [0, ds.sizes["shot"] - 1]
     ds = ds.isel(keep)
@@ -80,7 +80,7 @@ pw.label_synthetic(chart, ds)
 # %% [markdown]
 # ## 2 · The noise floor
 #
-# `run_floor` decomposes each game and the same game plus Gaussian noise of σ (the measured mean change of $v$ when scoring in float16 or bfloat16, `PRECISION_SIGMA`), and computes IPS between the two as if they were two templates. `floor_test` then asks, per model and order band, whether template IPS exceeds that floor (paired sign-flip permutation test over samples, bootstrap CI of the difference, effect size $d_z$).
+# `run_floor` decomposes each game and the same game plus Gaussian noise of σ (the measured mean change of $v$ when scoring in float16 or bfloat16, `PRECISION_SIGMA`), and computes IPS between the two as if they were two templates. `floor_test` then asks, per model and order band, whether template IPS exceeds that floor (paired sign-flip permutation test over samples, bootstrap CI of the difference, effect size $d_z$). A run made with `noise_floor = "bfloat16"` (such as the shipped run) also has the *measured* floor: every masked prompt scored again with the model in bfloat16, and the IPS between the two scorings.
 
 # %%
 per_sample = sample_ips(ds, float(ds.attrs.get("tau", 0.1)), orders=("all", "low", "mid", "high"))
@@ -92,7 +92,27 @@ for name, sigma in PRECISION_SIGMA.items():
     if "shot" in floor.dims:
         floor = floor.isel(shot=0)
     rows.append(floor_test(per_sample, floor, n_perm=999, n_boot=500).assign(noise=name))
+if "floor" in ds:  # the run scored every prompt again in half precision: the measured floor
+    floor = noise_floor(ds, kind="measured")
+    if "shot" in floor.dims:
+        floor = floor.isel(shot=0)
+    name = f"measured ({ds.attrs.get('noise_floor', 'half precision')})"
+    rows.append(floor_test(per_sample, floor, n_perm=999, n_boot=500).assign(noise=name))
 floors = pd.concat(rows, ignore_index=True)
+for row in floors[floors["order"] == "all"].itertuples():
+    if row.exceeds:
+        verdict = "exceeds the floor"
+    elif row.diff > 0:  # a sign-flip test over n samples cannot give p below 2 / 2**n
+        verdict = (
+            f"above the floor, not significantly (with n = {row.n} samples the smallest "
+            f"possible p is {2 / 2**row.n:.3f})"
+        )
+    else:
+        verdict = "NOT above the floor: this IPS is within numerical noise"
+    print(
+        f"{row.model}, floor {row.noise}: IPS {row.ips:.3f} vs floor {row.floor:.3f} → "
+        f"{verdict} (IPS − floor {row.diff:+.3f}, p = {row.p_value:.3f})"
+    )
 floors.round(3)
 
 # %% [markdown]
