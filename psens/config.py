@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from psens._validation import check_in_interval, check_positive_int, fail
+from psens.models.loading import DTYPE_NAMES  # the one table of dtype names
 
 __all__ = ["TEMPLATE_SETS", "RunConfig", "load_config"]
 
@@ -363,16 +364,7 @@ class RunConfig:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-#: ``dtype`` values a run accepts (besides None: float32) and their canonical names
-DTYPE_NAMES = {
-    "float32": "float32",
-    "fp32": "float32",
-    "float16": "float16",
-    "fp16": "float16",
-    "half": "float16",
-    "bfloat16": "bfloat16",
-    "bf16": "bfloat16",
-}
+#: ``dtype`` values a run accepts (besides None: float32)
 DTYPES = tuple(DTYPE_NAMES)
 #: ``noise_floor`` dtype names and their canonical names
 FLOOR_DTYPES = {k: v for k, v in DTYPE_NAMES.items() if v != "float32"}

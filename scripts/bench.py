@@ -173,13 +173,18 @@ def bench_canonical() -> dict:
     return r
 
 
-def machine() -> dict:
-    info = {"python": platform.python_version(), "cores": os.cpu_count()}
+def cpu_model() -> str:
+    """The CPU model name (``/proc/cpuinfo``), else the platform's processor string; every
+    benchmark and measuring script prints it through this one function."""
     try:
         with open("/proc/cpuinfo") as f:
-            info["cpu"] = next(ln.split(":", 1)[1].strip() for ln in f if "model name" in ln)
+            return next(ln.split(":", 1)[1].strip() for ln in f if "model name" in ln)
     except (OSError, StopIteration):
-        info["cpu"] = platform.processor()
+        return platform.processor() or "unknown CPU"
+
+
+def machine() -> dict:
+    info = {"python": platform.python_version(), "cores": os.cpu_count(), "cpu": cpu_model()}
     try:
         info["mem_gib"] = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
     except (ValueError, OSError):

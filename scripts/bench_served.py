@@ -148,12 +148,8 @@ def bench(repeats: int = 2) -> list[dict]:
 
 
 if __name__ == "__main__":
-    import platform
+    from bench import cpu_model
 
-    cpu = next(
-        (ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if "model name" in ln),
-        platform.processor(),
-    )
-    print(f"CPU: {cpu}; load average {os.getloadavg()}")
+    print(f"CPU: {cpu_model()}; load average {os.getloadavg()}")
     for row in bench():
         print(row)

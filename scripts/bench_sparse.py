@@ -13,20 +13,12 @@ Run: ``python scripts/bench_sparse.py`` (about 2–4 min on 2 cores).
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 
 import numpy as np
+from bench import cpu_model  # scripts/bench.py: the one CPU-model lookup
 
 BUDGET = int(os.environ.get("PSENS_BENCH_SPARSE_BUDGET", "128"))
-
-
-def cpu_model() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        return next(ln.split(":", 1)[1].strip() for ln in out.splitlines() if "Model name" in ln)
-    except (OSError, subprocess.CalledProcessError, StopIteration):
-        return "unknown"
 
 
 def bench() -> list[dict]:

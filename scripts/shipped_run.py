@@ -16,27 +16,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bench import cpu_model  # scripts/bench.py: the one CPU-model lookup
+
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "data" / "runs"
-
-
-def cpu_model() -> str:
-    """The CPU model name (``lscpu``), or the platform's processor string."""
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        for line in out.splitlines():
-            if line.startswith("Model name:"):
-                return line.split(":", 1)[1].strip()
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def regenerate(config: Path, out: Path) -> dict:

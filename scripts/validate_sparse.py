@@ -22,13 +22,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from bench import cpu_model  # scripts/bench.py: the one CPU-model lookup
 
 ROOT = Path(__file__).resolve().parents[1]
 GAMES = ROOT / "runs" / "sparse_games"
@@ -283,17 +282,6 @@ exact decomposition of the same game.
   method refused (e.g. a budget below SPEX's minimum).
 """
     (OUT.parent / "sparse_validation.md").write_text(text)
-
-
-def cpu_model() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        for line in out.splitlines():
-            if line.startswith("Model name"):
-                return line.split(":", 1)[1].strip()
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return platform.processor() or "unknown"
 
 
 def main(argv=None) -> int:

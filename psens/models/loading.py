@@ -78,8 +78,8 @@ PACKAGED_MODELS: dict[str, dict[str, str]] = {
     },
 }
 
-_DTYPES = {
-    None: None,
+#: ``dtype`` names a model loads in and their canonical names (None: float32)
+DTYPE_NAMES = {
     "float32": "float32",
     "fp32": "float32",
     "float16": "float16",
@@ -88,6 +88,7 @@ _DTYPES = {
     "bfloat16": "bfloat16",
     "bf16": "bfloat16",
 }
+_DTYPES = {None: None, **DTYPE_NAMES}
 
 
 def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
