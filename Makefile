@@ -57,12 +57,14 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow --timeout=1800
 
-# A real OpenAI-compatible server (llama.cpp) for the backend tests. A default native build
-# dies with "Illegal instruction" on these CPUs, hence the explicit CPU flags (~6 min build,
-# cached by pip afterwards).
+# Real OpenAI-compatible servers (llama.cpp) for the backend tests: llama-cpp-python's, and
+# llama.cpp's own llama-server built from the same sources into $(VENV)/bin. A default native
+# build dies with "Illegal instruction" on these CPUs, hence the explicit CPU flags (~6 min
+# each; pip caches the wheel, the server binary stays in the venv).
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 test-integration: $(STAMP)
 	$(PY) -c "import llama_cpp.server" 2>/dev/null || CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install --quiet "llama-cpp-python[server]==0.3.36"
+	bash scripts/build_llama_server.sh $(VENV) "$(LLAMA_CMAKE_ARGS)"
 	$(PY) -m pytest -q -m integration --timeout=900
 
 # JupyterLab + headless Chromium (Debian's chromium, installed with apt when missing).

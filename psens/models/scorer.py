@@ -713,9 +713,13 @@ class Scorer:
         return self._open_target(item, template, shots, m)[1]
 
     def _open_target(self, item, template, shots=(), m=None) -> tuple[np.ndarray, np.ndarray]:
-        """(answer-prefix tokens, greedy response tokens) for an open-ended item."""
-        import torch
+        """(answer-prefix tokens, greedy response tokens) for an open-ended item.
 
+        The answer prefix is kept apart when it tokenises on its own; when it merges with
+        the prompt's last token the response is generated right after the prompt.
+        The response comes from :meth:`_greedy_ids` (the model here, a server in
+        :class:`~psens.models.served.ServedScorer`).
+        """
         m = self.open_tokens if m is None else m
         t = _prompts.get_template(template)
         key = (item.id, item.question, t.name, tuple(s.id for s in shots), m)
@@ -725,22 +729,33 @@ class Scorer:
             longer = self._tokens(prompt + t.answer_prefix)
             if len(longer) > len(base) and np.array_equal(longer[: len(base)], base):
                 extra = longer[len(base) :]
-            else:  # the prefix merges with the prompt's last token: generate right after it
+            else:
                 extra, longer = np.zeros(0, dtype=np.int64), base
-            ids = torch.as_tensor(longer[None, :], device=self.device)
-            with torch.inference_mode():
-                gen = self.model.generate(
-                    ids,
-                    attention_mask=torch.ones_like(ids),
-                    max_new_tokens=m,
-                    do_sample=False,
-                    pad_token_id=self.tokenizer.pad_token_id or self.mask.id,
-                )
-            new = gen[0, ids.shape[1] :].cpu().numpy().astype(np.int64)
+            new = self._greedy_ids(longer, m)
             if new.size == 0:
-                fail("psens.models.Scorer", "the model generated nothing", "Check the model")
+                fail(
+                    f"psens.models.{type(self).__name__}",
+                    f"{self.name!r} generated nothing for item {item.id!r}",
+                    "Check the model (or its server)",
+                    RuntimeError,
+                )
             self._open_targets[key] = (extra, new)
         return self._open_targets[key]
+
+    def _greedy_ids(self, ids: np.ndarray, m: int) -> np.ndarray:
+        """At most ``m`` token ids of the model's greedy continuation of ``ids``."""
+        import torch
+
+        ids = torch.as_tensor(np.asarray(ids)[None, :], device=self.device)
+        with torch.inference_mode():
+            gen = self.model.generate(
+                ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=m,
+                do_sample=False,
+                pad_token_id=self.tokenizer.pad_token_id or self.mask.id,
+            )
+        return gen[0, ids.shape[1] :].cpu().numpy().astype(np.int64)
 
     def predict(
         self,
@@ -768,15 +783,8 @@ class Scorer:
             hidden = out.hidden_states[-1][0, -1].float().cpu().numpy()
             text = ""
             if generate:
-                ids = torch.as_tensor(enc.ids[None, :], device=self.device)
-                gen = self.model.generate(
-                    ids,
-                    attention_mask=torch.ones_like(ids),
-                    max_new_tokens=max_new_tokens,
-                    do_sample=False,
-                    pad_token_id=self.tokenizer.pad_token_id or self.mask.id,
-                )
-                text = self.tokenizer.decode(gen[0, ids.shape[1] :], skip_special_tokens=True)
+                new = self._greedy_ids(enc.ids, max_new_tokens)
+                text = self.tokenizer.decode(new, skip_special_tokens=True)
         lp = logp.cpu().numpy()
         confidence = float(np.exp(lp.max()))
         if t.kind == "mcq":

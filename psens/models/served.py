@@ -122,6 +122,9 @@ IDENTITY_KEYS = ("name", "model", "tokenizer")
 #: Top-k asked first in the ``next`` and ``native`` modes (the whole vocabulary when the
 #: wanted token is not among them).
 TOP_K = 20
+#: Top-k asked first of llama.cpp's ``llama-server``, which sets no limit: a reply of 1,000
+#: entries costs little, and the whole-vocabulary re-ask (evaluated afresh) becomes rare.
+NATIVE_TOP_K = 1000
 
 
 class ServedError(RuntimeError):
@@ -319,9 +322,17 @@ class _Endpoint:
         self.url = url
         self.v1 = OpenAIClient(url, spec.model, **kw)
         self.root = OpenAIClient(_root(url), spec.model, **kw)
+        self.tokens = {"prompt": 0, "cached": 0, "replies": 0}
+        self._lock = threading.Lock()
 
     def post(self, path: str, body: dict, *, root: bool = False) -> tuple[Any, str | None]:
         data, error, _ = (self.root if root else self.v1)._post(path, body)
+        counts = _prompt_token_counts(data) if error is None else None
+        if counts is not None:
+            with self._lock:
+                self.tokens["prompt"] += counts[0]
+                self.tokens["cached"] += counts[1]
+                self.tokens["replies"] += 1
         return data, error
 
     @property
@@ -422,6 +433,24 @@ class ServedScorer(Scorer):
     def n_requests(self) -> int:
         """HTTP requests sent so far (all endpoints, retries and probes included)."""
         return sum(e.n_requests for e in self._endpoints)
+
+    @property
+    def prompt_cache(self) -> dict[str, float]:
+        """The servers' own count of prompt tokens and of those reused from their prompt
+        cache, over the replies that reported them (llama.cpp ``llama-server``; vLLM with
+        ``--enable-prompt-tokens-details``): ``{"prompt_tokens", "cached_tokens",
+        "hit_rate", "replies"}``; ``hit_rate`` = cached / prompt (NaN when none reported).
+
+        Answers from psens's response cache send no request and are not counted.
+        """
+        prompt = sum(e.tokens["prompt"] for e in self._endpoints)
+        cached = sum(e.tokens["cached"] for e in self._endpoints)
+        return {
+            "prompt_tokens": prompt,
+            "cached_tokens": cached,
+            "hit_rate": cached / prompt if prompt else float("nan"),
+            "replies": sum(e.tokens["replies"] for e in self._endpoints),
+        }
 
     def close(self) -> None:
         """Close the HTTP connections."""
@@ -596,23 +625,8 @@ class ServedScorer(Scorer):
             float("nan") if first is None else float(first),
         )
 
-    def _open_target(self, item, template, shots=(), m=None) -> tuple[np.ndarray, np.ndarray]:
-        m = self.open_tokens if m is None else m
-        t = _prompts.get_template(template)
-        key = (item.id, item.question, t.name, tuple(s.id for s in shots), m)
-        if key not in self._open_targets:
-            prompt = _prompts.render(item, t, shots=shots)
-            base = self._tokens(prompt)
-            longer = self._tokens(prompt + t.answer_prefix)
-            if len(longer) > len(base) and np.array_equal(longer[: len(base)], base):
-                extra = longer[len(base) :]
-            else:
-                extra, longer = np.zeros(0, dtype=np.int64), base
-            new, _, _ = self._generate(longer, m)
-            if new.size == 0:
-                raise ServedError(f"{self.name}: the server generated nothing for {item.id!r}")
-            self._open_targets[key] = (extra, new[:m])
-        return self._open_targets[key]
+    def _greedy_ids(self, ids: np.ndarray, m: int) -> np.ndarray:
+        return self._generate(ids, m)[0][:m]
 
     def predict(
         self,
@@ -660,6 +674,27 @@ class ServedScorer(Scorer):
 
 
 # ----------------------------------------------------------------------------- server kinds
+
+
+def _prompt_token_counts(data: Any) -> tuple[int, int] | None:
+    """(prompt tokens, of which served from the server's prompt cache) when a reply says:
+    llama.cpp ``timings.prompt_n`` + ``cache_n``; OpenAI/vLLM ``usage.prompt_tokens`` and
+    ``usage.prompt_tokens_details.cached_tokens``."""
+    if not isinstance(data, Mapping):
+        return None
+    t = data.get("timings")
+    if isinstance(t, Mapping):
+        new, cached = t.get("prompt_n"), t.get("cache_n")
+        if isinstance(new, int) and isinstance(cached, int):
+            return new + cached, cached
+    u = data.get("usage")
+    if isinstance(u, Mapping):
+        details = u.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
+        total = u.get("prompt_tokens")
+        if isinstance(total, int) and isinstance(cached, int):
+            return total, cached
+    return None
 
 
 def _need(data: Any, error: str | None, what: str, name: str) -> Any:
@@ -778,12 +813,16 @@ def _ask_tgi(s: ServedScorer, ep, probe, seq, k):
     return out, None
 
 
-def _next_dist_native(s: ServedScorer, ep, seq, n_probs):
+def _next_dist_native(s: ServedScorer, ep, seq, n_probs, again: bool = False):
+    """llama-server's next-token distribution (top ``n_probs``). ``again``: the same prompt
+    was just sent; llama.cpp would re-evaluate only its last token, alone, and its 4-bit
+    kernels round a one-token batch differently from a longer one (log-probabilities move by
+    up to ~0.1 on SmolLM2 Q4_1), so the prompt is evaluated afresh instead."""
     body = {
         "prompt": [int(x) for x in seq],
         "n_predict": 1,
         "n_probs": n_probs,
-        "cache_prompt": True,
+        "cache_prompt": not again,
         "temperature": 0.0,
         "post_sampling_probs": False,
         "logit_bias": [[i, False] for i in s._eog],
@@ -836,9 +875,10 @@ def _ask_next(s: ServedScorer, ep, probe, seq, k):
     for pos in range(len(seq) - k, len(seq)):
         prefix, want = seq[:pos], int(seq[pos])
         lp = None
-        for n in (min(s.spec.top_logprobs, vocab), vocab):
+        first = s.spec.top_logprobs if probe.mode != "native" else NATIVE_TOP_K
+        for n in (min(max(first, s.spec.top_logprobs), vocab), vocab):
             if probe.mode == "native":
-                dist = _next_dist_native(s, ep, prefix, n)
+                dist = _next_dist_native(s, ep, prefix, n, again=n == vocab)
                 lp = dist.get(want)
                 vals = list(dist.values())
             else:

@@ -8,6 +8,7 @@ local :class:`psens.models.Scorer` of the same model.
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import warnings
@@ -54,6 +55,15 @@ class FakeLM:
         return new, first
 
 
+def _common_prefix(a, b) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 class Server:
     """A fake inference server (kind: "vllm", "tgi", "llama-server", "llama-cpp-python" or
     "chat")."""
@@ -62,6 +72,7 @@ class Server:
         self.lm, self.kind = lm, kind
         self.fail_left, self.fail_status = fail_first, fail_status
         self.prompts: list[list[int]] = []  # scored prompts, in arrival order
+        self.last: list[int] = []  # the llama-server slot's cached prompt
         self.requests = 0
         outer = self
 
@@ -144,7 +155,15 @@ class Server:
                 top = np.argsort(-row)[: body["n_probs"]]
                 entries = [{"id": int(t), "token": "", "logprob": float(row[t])} for t in top]
                 first = {"id": int(top[0]), "logprob": float(row[top[0]]), "top_logprobs": entries}
-                return 200, {"content": "", "completion_probabilities": [first]}
+                # one cached prompt per slot: the common prefix with the last prompt is reused
+                cached = min(_common_prefix(ids, self.last), len(ids) - 1)
+                self.last = list(ids)
+                timings = {"cache_n": cached, "prompt_n": len(ids) - cached}
+                return 200, {
+                    "content": "",
+                    "completion_probabilities": [first],
+                    "timings": timings,
+                }
             new, first = self.lm.greedy(ids, body["n_predict"])
             probs = [{"id": t, "logprob": first if i == 0 else -1.0} for i, t in enumerate(new)]
             return 200, {"content": tok.decode(new), "completion_probabilities": probs}
@@ -240,6 +259,40 @@ def test_reply_shapes_give_the_local_scorers_values(tiny, local, server, kind, m
     if kind != "tgi":  # the top-1 of the answer position
         assert got.confidence == pytest.approx(want.confidence, rel=1e-5)
     assert np.isnan(got.hidden).all()
+
+
+def test_prompt_cache_counts_show_what_the_order_saves(tiny, server):
+    srv = server("llama-server")
+    words = psens.prompts.variables(EGG, n_max=4, seed=0)
+    masks = np.arange(1 << len(words))
+    shuffled = np.random.default_rng(0).permutation(masks)
+    stats = {}
+    for order in ("tree", "random"):
+        scorer = ServedScorer(_entry(tiny, srv), n_max=4)  # a fresh response cache
+        scorer.probe()
+        before = len(srv.prompts)
+        if order == "tree":
+            scorer.value(EGG, "ips1", masks, variables=words)
+        else:
+            scorer.value(EGG, "ips1", shuffled, variables=words, method="naive")
+        sent = srv.prompts[before - 1 :]  # the slot holds the prompt before these
+        want = sum(min(_common_prefix(a, b), len(b) - 1) for a, b in itertools.pairwise(sent))
+        stats[order] = scorer.prompt_cache
+        assert stats[order]["cached_tokens"] == want
+        assert stats[order]["prompt_tokens"] == sum(len(p) for p in sent[1:])
+        assert stats[order]["replies"] == len(sent) - 1
+    assert stats["tree"]["hit_rate"] > stats["random"]["hit_rate"] > 0
+
+
+def test_prompt_token_counts_of_each_reply_shape():
+    from psens.models.served import _prompt_token_counts
+
+    assert _prompt_token_counts({"timings": {"prompt_n": 5, "cache_n": 70}}) == (75, 70)
+    usage = {"prompt_tokens": 80, "prompt_tokens_details": {"cached_tokens": 64}}
+    assert _prompt_token_counts({"usage": usage}) == (80, 64)
+    assert _prompt_token_counts({"usage": {"prompt_tokens": 80}}) is None  # says nothing
+    assert _prompt_token_counts({"timings": {"prompt_n": "5"}}) is None
+    assert _prompt_token_counts([1, 2]) is None
 
 
 def test_text_only_server_uses_top_logprobs(tiny, local, server):
