@@ -15,6 +15,11 @@ OUT="$VENV/bin/llama-server"
 if [ -x "$OUT" ] && "$OUT" --version >/dev/null 2>&1; then
     exit 0
 fi
+CMAKE=$(command -v cmake || true)
+if [ -z "$CMAKE" ]; then  # no system cmake: the PyPI one, in the venv
+    "$VENV/bin/python" -m pip install --quiet cmake
+    CMAKE="$VENV/bin/cmake"
+fi
 WORK="build/llama-server"
 mkdir -p "$WORK"
 SDIST="$WORK/llama_cpp_python-$VERSION.tar.gz"
@@ -25,10 +30,10 @@ fi
 SRC="$WORK/llama_cpp_python-$VERSION/vendor/llama.cpp"
 [ -d "$SRC" ] || tar -xzf "$SDIST" -C "$WORK"
 # shellcheck disable=SC2086
-cmake -S "$SRC" -B "$WORK/cmake" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+"$CMAKE" -S "$SRC" -B "$WORK/cmake" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF \
     -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
     -DLLAMA_OPENSSL=OFF $FLAGS >"$WORK/configure.log"
-cmake --build "$WORK/cmake" --target llama-server -j "$(nproc)" >"$WORK/build.log"
+"$CMAKE" --build "$WORK/cmake" --target llama-server -j "$(nproc)" >"$WORK/build.log"
 install -m 755 "$WORK/cmake/bin/llama-server" "$OUT"
 "$OUT" --version
