@@ -43,17 +43,7 @@ from psens.prompts import TEMPLATES, register
 # Appendix K: Dolly-15k, the Llama-2 family, the instruction template of K.2. IPS needs two
 # or more templates: case and separator variants of it, registered here (appendix L uses
 # paraphrases and reordering instead, which are per-item rewrites).
-base = TEMPLATES["open"]
-register(
-    dataclasses.replace(
-        base,
-        name="open-case",
-        question="### INSTRUCTION:\n{question}",
-        answer="### RESPONSE:",
-        changes=("case",),
-    ),
-    overwrite=True,
-)
+base = TEMPLATES["open"]  # "open-case" (upper case) is built in
 register(
     dataclasses.replace(
         base, name="open-colon", answer="### Response::", changes=("double-colon",)

@@ -76,24 +76,8 @@ alt.Chart(long, title="Sparse recovery on SmolLM2 games, by budget").mark_line(p
 #
 # The first AlpacaEval instruction with exactly 32 content words; `content_words` keeps all of them (phrases merged, stop words and punctuation fixed as background, no sampling). Two templates: the instruction template of appendix K.2 (`open`) and its upper-case variant.
 
+
 # %%
-import dataclasses
-
-from psens.prompts import TEMPLATES, register
-
-if "open-case" not in TEMPLATES:
-    base = TEMPLATES["open"]
-    register(
-        dataclasses.replace(
-            base,
-            name="open-case",
-            question="### INSTRUCTION:\n{question}",
-            answer="### RESPONSE:",
-            changes=("case",),
-        )
-    )
-
-
 def n_content(it):
     """Number of content words (-1 beyond the 64 a sparse game holds)."""
     try:

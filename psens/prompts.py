@@ -232,6 +232,16 @@ for _t in (
     ),
 ):
     register(_t)
+register(
+    dataclasses.replace(
+        TEMPLATES["open"],
+        name="open-case",
+        question="### INSTRUCTION:\n{question}",
+        answer="### RESPONSE:",
+        changes=("case",),
+        description="the appendix K.2 template with upper-case section names",
+    )
+)
 
 
 def get_template(template: str | Template) -> Template:

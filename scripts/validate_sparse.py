@@ -20,7 +20,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import time
@@ -34,23 +33,6 @@ GAMES = ROOT / "runs" / "sparse_games"
 MODEL = "smollm2-135m-instruct"
 ARC_TEMPLATES = ("ips1", "ips2")
 OPEN_TEMPLATES = ("open", "open-case")
-
-
-def register_open_case() -> None:
-    """The upper-case variant of the instruction template (as notebook 08)."""
-    from psens.prompts import TEMPLATES, register
-
-    if "open-case" not in TEMPLATES:
-        base = TEMPLATES["open"]
-        register(
-            dataclasses.replace(
-                base,
-                name="open-case",
-                question="### INSTRUCTION:\n{question}",
-                answer="### RESPONSE:",
-                changes=("case",),
-            )
-        )
 
 
 def pick_items(n: int, n_arc: int, n_alpaca: int):
@@ -87,7 +69,6 @@ def score_games(n: int, n_arc: int, n_alpaca: int) -> None:
 
     import psens
 
-    register_open_case()
     GAMES.mkdir(parents=True, exist_ok=True)
     scorer = psens.models.load(MODEL)
     scorer.progress = False

@@ -195,3 +195,13 @@ def test_text_without_spaces_gives_one_variable_per_cjk_character():
     # Hangul is written with spaces: its words stay words
     ko = Item("ko", "하늘은 무슨 색?", (("A", "파랑"), ("B", "빨강")), "A")
     assert prompts.variables(ko, n_max=16, as_text=True) == ["하늘은", "무슨", "색", "파랑", "빨강"]
+
+
+def test_open_case_differs_from_open_only_in_the_case_of_its_section_names():
+    it = Item(id="x", question="Write a haiku about rain.", options=None, answer=None)
+    a, b = prompts.render(it, "open"), prompts.render(it, "open-case")
+    assert a != b
+    assert b == a.replace("### Instruction:", "### INSTRUCTION:").replace(
+        "### Response:", "### RESPONSE:"
+    )
+    assert prompts.TEMPLATES["open-case"].changes == ("case",)
