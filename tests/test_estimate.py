@@ -11,38 +11,21 @@ pytest.importorskip("transformers")
 
 import psens.runner as runner
 from psens.config import RunConfig
-from tests.support import write_tiny_dataset, write_tiny_model
+from tests.test_runner import _config as _runner_config
+from tests.test_runner import assets  # noqa: F401  (the tiny model and dataset)
 
 #: seconds per masked prompt of the fake slow scorer (large enough that the sleep, not the
 #: store writes, dominates a block's time on a loaded machine)
 SLOW = 0.015
 
 
-@pytest.fixture(scope="module")
-def assets(tmp_path_factory):
-    d = tmp_path_factory.mktemp("assets")
-    return {"model": write_tiny_model(d / "model"), "data": write_tiny_dataset(d / "data.jsonl")}
+def _config(assets, store_path, **extra):  # noqa: F811
+    """The runner tests' tiny run, on three items of 6-7 words: blocks of 2**6 and 2**7."""
+    base = {"samples": ["q3", "q4", "q5"], "templates": ["ips1", "ips2"], "n_vars": 7}
+    return _runner_config(assets, store_path, **{**base, **extra})
 
 
-def _config(assets, store_path, **extra):
-    cfg = {
-        "store": str(store_path),
-        "models": [str(assets["model"])],
-        "dataset": "arc-challenge",
-        "dataset_path": str(assets["data"]),
-        "samples": ["q3", "q4", "q5"],  # 6, 7 and 7 words: blocks of 2**6 and 2**7 masks
-        "templates": ["ips1", "ips2"],
-        "n_vars": 7,
-        "solver": "exact",
-        "seed": 0,
-        "threads": 1,
-        "generate": False,
-    }
-    cfg.update(extra)
-    return cfg
-
-
-def test_block_weights_and_recalibration_by_hand(assets, tmp_path):
+def test_block_weights_and_recalibration_by_hand(assets, tmp_path):  # noqa: F811
     plan = runner.Plan(RunConfig.from_dict(_config(assets, tmp_path / "r.zarr")))
     assert [runner.block_prompts(plan, s) for s in range(3)] == [2 * 64, 2 * 128, 2 * 128]
     assert sum(runner.block_prompts(plan, s) for s in range(3)) == plan.forward_passes()
@@ -55,7 +38,7 @@ def test_block_weights_and_recalibration_by_hand(assets, tmp_path):
     assert est["seconds_left"] == pytest.approx((256 + 128) / 32 + 3.0)
 
 
-def test_estimate_follows_the_measured_time(assets, tmp_path, monkeypatch, capsys):
+def test_estimate_follows_the_measured_time(assets, tmp_path, monkeypatch, capsys):  # noqa: F811
     """A fake slow scorer (SLOW s per masked prompt): the estimate printed after the first
     block matches the time the other blocks then take, not the reference rate."""
     cfg = _config(assets, tmp_path / "run.zarr")
