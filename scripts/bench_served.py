@@ -121,7 +121,7 @@ def _available(kind: str) -> bool:
     return LLAMA_SERVER.exists()
 
 
-def bench(repeats: int = 2, kinds=tuple(KINDS)) -> list[dict]:
+def bench(repeats: int = 3, kinds=tuple(KINDS)) -> list[dict]:
     """Prefix-tree vs random order, a row per server kind (skipped rows say why), and the
     local scorer's masks/s as context."""
     import warnings
