@@ -134,8 +134,10 @@ def load_games():
 CANONICAL_MAX_N = 10
 
 
-def table(methods=METHODS, seeds: int = 2, canonical_max_n: int = CANONICAL_MAX_N) -> None:
-    """Every method × budget × seed on every cached game pair -> data/sparse_validation.csv."""
+def table(methods=METHODS, seeds: int = 2, canonical_max_n: int = CANONICAL_MAX_N, ns=None) -> None:
+    """Every method × budget × seed on every cached game -> data/sparse_validation.csv.
+
+    ``ns`` (e.g. ``[14]``) recomputes the rows of those n only and keeps the CSV's others."""
     import pandas as pd
 
     from psens.interactions import and_or, mobius_and
@@ -150,6 +152,8 @@ def table(methods=METHODS, seeds: int = 2, canonical_max_n: int = CANONICAL_MAX_
 
     rows = []
     for (dataset, item, n), group in sorted(load_games().items()):
+        if ns is not None and n not in ns:
+            continue
         templates = sorted(group)[:2]
         pair = len(templates) == 2  # IPS compares two templates; one game gives the rest
         v = np.stack([group[t][0] for t in templates])
@@ -239,6 +243,9 @@ def table(methods=METHODS, seeds: int = 2, canonical_max_n: int = CANONICAL_MAX_
                         flush=True,
                     )
     df = pd.DataFrame(rows)
+    if ns is not None and OUT.exists():
+        kept = pd.read_csv(OUT)
+        df = pd.concat([kept[~kept["n"].isin(ns)], df], ignore_index=True)
     OUT.parent.mkdir(exist_ok=True)
     df.to_csv(OUT, index=False, float_format="%.6g")
     write_provenance(df)
@@ -314,12 +321,15 @@ def main(argv=None) -> int:
     t.add_argument("--methods", nargs="+", default=list(METHODS))
     t.add_argument("--seeds", type=int, default=2)
     t.add_argument("--canonical-max-n", type=int, default=CANONICAL_MAX_N)
+    t.add_argument("--n", type=int, nargs="+", help="recompute the rows of these n only")
     args = p.parse_args(argv)
     if args.stage == "games":
         for n in args.n:
             score_games(n, args.arc, args.alpaca, args.templates)
     else:
-        table(methods=args.methods, seeds=args.seeds, canonical_max_n=args.canonical_max_n)
+        table(
+            methods=args.methods, seeds=args.seeds, canonical_max_n=args.canonical_max_n, ns=args.n
+        )
     return 0
 
 
