@@ -450,3 +450,47 @@ def test_unreachable_server_is_refused_before_the_store(tiny, tmp_path):
     assert not (tmp_path / "gone.zarr").exists()
     with pytest.raises(ValueError, match="'tokenizer'"):
         psens.run(_run_config(tiny, tmp_path / "x.zarr", [{**entry, "tokenizer": 3}]))
+
+
+def test_every_ips_notebook_reads_a_served_run_like_a_local_one(tiny, server, tmp_path):
+    """The served store equals the local store of the same run in every variable but the
+    hidden-state metrics (a server returns no hidden states: NaN there), and every IPS
+    notebook — IPS, orders, classes, factors, the widgets — runs on it without an error."""
+    nbformat = pytest.importorskip("nbformat")
+    pytest.importorskip("nbclient")
+    from tests.test_notebooks import IPS_NOTEBOOKS, _errors, _execute
+
+    srv = server("vllm")
+    same = {"samples": 3, "templates": "ips5", "solver": "canonical"}
+    served = psens.run(
+        _run_config(tiny, tmp_path / "served.zarr", [_entry(tiny, srv)], **same),
+        progress=False,
+        quiet=True,
+    )
+    local = psens.run(
+        _run_config(tiny, tmp_path / "local.zarr", [str(tiny["model"])], **same),
+        progress=False,
+        quiet=True,
+    )
+    assert set(served.data_vars) == set(local.data_vars)
+    for name in local.data_vars:
+        a, b = served[name].values, local[name].values
+        if name.startswith("hidden_"):
+            assert np.isnan(a).all() and np.isfinite(b).any(), name
+        elif a.dtype.kind == "f":
+            np.testing.assert_allclose(a, b, atol=1e-4, err_msg=name)
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=name)
+    nb = nbformat.v4.new_notebook()
+    spans = []
+    for path in IPS_NOTEBOOKS:
+        setup = f"%reset -f\nimport os\nos.chdir({str(path.parent)!r})\n"
+        setup += f"os.environ.update(PSENS_RUN={str(tmp_path / 'served.zarr')!r}, PSENS_SIZE='')"
+        start = len(nb.cells)
+        nb.cells += [nbformat.v4.new_code_cell(setup), *nbformat.read(path, 4).cells]
+        spans.append((path.name, start, len(nb.cells)))
+    _execute(nb, IPS_NOTEBOOKS[0], 600)
+    for name, a, b in spans:
+        assert not _errors(nb, nb.cells[a:b]), (name, _errors(nb, nb.cells[a:b]))
+        shown = json.dumps([c.get("outputs", []) for c in nb.cells[a:b]])
+        assert "tiny-served" in shown, f"{name} did not show the served run"
