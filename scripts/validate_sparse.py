@@ -137,7 +137,8 @@ CANONICAL_MAX_N = 10
 def table(methods=METHODS, seeds: int = 2, canonical_max_n: int = CANONICAL_MAX_N, ns=None) -> None:
     """Every method × budget × seed on every cached game -> data/sparse_validation.csv.
 
-    ``ns`` (e.g. ``[14]``) recomputes the rows of those n only and keeps the CSV's others."""
+    ``ns`` (e.g. ``[14]``) computes rows of those n only: the CSV's rows of other n, and of
+    games already in it, are kept."""
     import pandas as pd
 
     from psens.interactions import and_or, mobius_and
@@ -151,10 +152,23 @@ def table(methods=METHODS, seeds: int = 2, canonical_max_n: int = CANONICAL_MAX_
     from psens.ips.sparse import recall_at_k, sparse_ips
 
     rows = []
-    for (dataset, item, n), group in sorted(load_games().items()):
+    games = load_games()
+    # with ``ns``: the CSV's rows of other n stay, and so do those of an (item, n) whose
+    # cached templates are unchanged (only new games are computed)
+    kept = pd.read_csv(OUT, dtype={"item": str}) if ns is not None and OUT.exists() else None
+    current = {(d, i, n, "|".join(sorted(g)[:2])) for (d, i, n), g in games.items()}
+    if kept is not None:
+        key = list(zip(kept["dataset"], kept["item"], kept["n"], kept["templates"], strict=True))
+        kept = kept[[k[2] not in ns or k in current for k in key]]
+        done = set(zip(kept["dataset"], kept["item"], kept["n"], kept["templates"], strict=True))
+    else:
+        done = set()
+    for (dataset, item, n), group in sorted(games.items()):
         if ns is not None and n not in ns:
             continue
         templates = sorted(group)[:2]
+        if (dataset, item, n, "|".join(templates)) in done:
+            continue
         pair = len(templates) == 2  # IPS compares two templates; one game gives the rest
         v = np.stack([group[t][0] for t in templates])
         I = mobius_and(v)
@@ -243,9 +257,10 @@ def table(methods=METHODS, seeds: int = 2, canonical_max_n: int = CANONICAL_MAX_
                         flush=True,
                     )
     df = pd.DataFrame(rows)
-    if ns is not None and OUT.exists():
-        kept = pd.read_csv(OUT)
-        df = pd.concat([kept[~kept["n"].isin(ns)], df], ignore_index=True)
+    if kept is not None:
+        df = pd.concat([kept, df], ignore_index=True).sort_values(
+            ["n", "dataset", "item", "method", "fraction", "seed"], kind="stable"
+        )
     OUT.parent.mkdir(exist_ok=True)
     df.to_csv(OUT, index=False, float_format="%.6g")
     write_provenance(df)
@@ -321,7 +336,7 @@ def main(argv=None) -> int:
     t.add_argument("--methods", nargs="+", default=list(METHODS))
     t.add_argument("--seeds", type=int, default=2)
     t.add_argument("--canonical-max-n", type=int, default=CANONICAL_MAX_N)
-    t.add_argument("--n", type=int, nargs="+", help="recompute the rows of these n only")
+    t.add_argument("--n", type=int, nargs="+", help="compute the rows of these n only (new games)")
     args = p.parse_args(argv)
     if args.stage == "games":
         for n in args.n:
