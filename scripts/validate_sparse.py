@@ -138,124 +138,24 @@ def table(methods=METHODS, seeds: int = 2, canonical_max_n: int = CANONICAL_MAX_
     """Every method × budget × seed on every cached game -> data/sparse_validation.csv.
 
     ``ns`` (e.g. ``[14]``) computes rows of those n only: the CSV's rows of other n, and of
-    games already in it, are kept."""
+    games already in it, are kept (also when their cached game is no longer on disk); the
+    rows of an (item, n) are recomputed only when its cached templates changed."""
     import pandas as pd
 
-    from psens.interactions import and_or, mobius_and
-    from psens.interactions.sparse import (
-        SparseAndOr,
-        SparseInteractions,
-        recover,
-        restricted_and_or,
-    )
-    from psens.ips import ips
-    from psens.ips.sparse import recall_at_k, sparse_ips
-
-    rows = []
     games = load_games()
-    # with ``ns``: the CSV's rows of other n stay, and so do those of an (item, n) whose
-    # cached templates are unchanged (only new games are computed)
+    templates_of = {key: "|".join(sorted(g)[:2]) for key, g in games.items()}
     kept = pd.read_csv(OUT, dtype={"item": str}) if ns is not None and OUT.exists() else None
-    current = {(d, i, n, "|".join(sorted(g)[:2])) for (d, i, n), g in games.items()}
+    done = set()
     if kept is not None:
         key = list(zip(kept["dataset"], kept["item"], kept["n"], kept["templates"], strict=True))
-        kept = kept[[k[2] not in ns or k in current for k in key]]
-        done = set(zip(kept["dataset"], kept["item"], kept["n"], kept["templates"], strict=True))
-    else:
-        done = set()
+        stale = [k[2] in ns and templates_of.get(k[:3], k[3]) != k[3] for k in key]
+        kept = kept[~np.asarray(stale, dtype=bool)]
+        done = {k[:3] for k, s in zip(key, stale, strict=True) if not s}
+    rows = []
     for (dataset, item, n), group in sorted(games.items()):
-        if ns is not None and n not in ns:
+        if (ns is not None and n not in ns) or (dataset, item, n) in done:
             continue
-        templates = sorted(group)[:2]
-        if (dataset, item, n, "|".join(templates)) in done:
-            continue
-        pair = len(templates) == 2  # IPS compares two templates; one game gives the rest
-        v = np.stack([group[t][0] for t in templates])
-        I = mobius_and(v)
-        zero = np.zeros_like(I)
-        exact = [SparseInteractions.from_dense(row) for row in I]
-        nan = dict.fromkeys(ORDERS, np.nan)
-        ex_and = (
-            {o: float(ips(I, zero, order=None if o == "all" else o)) for o in ORDERS}
-            if pair
-            else nan
-        )
-        # reference AND-OR splits of the whole game: the canonical one where its LP is
-        # affordable, the paper's SGD solver always (a solver-dependent split, labelled so)
-        splits = {"sgd": and_or(v, "sgd")} if pair else {}
-        if pair and n <= canonical_max_n:
-            splits["canonical"] = and_or(v, "canonical")
-        ref = {
-            name: {o: float(ips(s.I_and, s.I_or, order=None if o == "all" else o)) for o in ORDERS}
-            for name, s in splits.items()
-        }
-        for name, s in splits.items():
-            full = [
-                SparseAndOr(
-                    SparseInteractions.from_dense(a), SparseInteractions.from_dense(b, "or")
-                )
-                for a, b in zip(s.I_and, s.I_or, strict=True)
-            ]
-            for o in ORDERS:  # the sparse IPS code on the complete support is the exact IPS
-                got = sparse_ips(full, order=None if o == "all" else o)
-                assert np.isclose(got, ref[name][o], equal_nan=True), (item, name, o)
-        for method in methods:
-            for frac in FRACTIONS:
-                budget = max(8, round(frac * 2**n))
-                for seed in range(seeds):
-                    row = {
-                        "dataset": dataset,
-                        "item": item,
-                        "n": n,
-                        "templates": "|".join(templates),
-                        "method": method,
-                        "fraction": frac,
-                        "budget": budget,
-                        "seed": seed,
-                    }
-                    recs, t0 = [], time.perf_counter()
-                    try:
-                        for k in range(len(templates)):
-                            game = (lambda row_v: lambda bits: row_v[_keys(bits)])(v[k])
-                            recs.append(recover(game, n, budget, method=method, seed=seed))
-                    except (ValueError, ImportError) as err:
-                        row["error"] = str(err).split(": ", 1)[-1][:160]
-                        rows.append(row)
-                        continue
-                    row["fit_seconds"] = (time.perf_counter() - t0) / 2
-                    row["queries"] = float(np.mean([r.queries for r in recs]))
-                    row["support"] = float(np.mean([len(r.interactions) for r in recs]))
-                    recall, mae, r2 = [], [], []
-                    all_masks = np.arange(2**n)
-                    for k, r in enumerate(recs):
-                        recall.append(recall_at_k(exact[k], r.interactions, 10))
-                        held = np.setdiff1d(all_masks, _keys(r.masks))
-                        pred = r.interactions(held)
-                        err = v[k][held] - pred
-                        mae.append(float(np.abs(err).mean()))
-                        r2.append(1 - float(np.mean(err**2)) / float(np.var(v[k][held])))
-                    row["recall_top10"] = float(np.mean(recall))
-                    row["heldout_mae"] = float(np.mean(mae))
-                    row["heldout_r2"] = float(np.mean(r2))
-                    games = [r.interactions for r in recs]
-                    split = [restricted_and_or(g) for g in games] if pair else []
-                    for o in ORDERS:
-                        order = None if o == "all" else o
-                        row[f"ips_exact_and_{o}"] = ex_and[o]
-                        row[f"ips_sparse_and_{o}"] = (
-                            sparse_ips(games, order=order) if pair else np.nan
-                        )
-                        row[f"ips_exact_canonical_{o}"] = ref.get("canonical", nan)[o]
-                        row[f"ips_exact_sgd_{o}"] = ref.get("sgd", nan)[o]
-                        row[f"ips_sparse_restricted_{o}"] = (
-                            sparse_ips(split, order=order) if pair else np.nan
-                        )
-                    rows.append(row)
-                    print(
-                        f"{item} n={n} {method} {frac:.0%} seed {seed}: "
-                        f"recall {row['recall_top10']:.2f} R2 {row['heldout_r2']:.2f}",
-                        flush=True,
-                    )
+        rows += game_rows(dataset, item, n, group, methods, seeds, canonical_max_n)
     df = pd.DataFrame(rows)
     if kept is not None:
         df = pd.concat([kept, df], ignore_index=True).sort_values(
@@ -265,6 +165,111 @@ def table(methods=METHODS, seeds: int = 2, canonical_max_n: int = CANONICAL_MAX_
     df.to_csv(OUT, index=False, float_format="%.6g")
     write_provenance(df)
     print(summary(df).to_string())
+
+
+def _order(o: str):
+    return None if o == "all" else o
+
+
+def reference_ips(v: np.ndarray, canonical_max_n: int = CANONICAL_MAX_N) -> dict:
+    """Exact IPS per order of a game pair ``v`` [2, 2**n]: the AND-only decomposition
+    (``"and"``) and the AND-OR splits of the whole game — the paper's SGD solver always
+    (``"sgd"``, solver-dependent, labelled so), the canonical split where its LP is
+    affordable (``"canonical"``, n ≤ ``canonical_max_n``). Each split is also run through
+    the sparse IPS code on its complete support, which must give the same numbers."""
+    from psens.interactions import and_or, mobius_and
+    from psens.interactions.sparse import SparseAndOr, SparseInteractions
+    from psens.ips import ips
+    from psens.ips.sparse import sparse_ips
+
+    I = mobius_and(v)
+    out = {"and": {o: float(ips(I, np.zeros_like(I), order=_order(o))) for o in ORDERS}}
+    n = int(np.log2(v.shape[-1]))
+    splits = {"sgd": and_or(v, "sgd")}
+    if n <= canonical_max_n:
+        splits["canonical"] = and_or(v, "canonical")
+    for name, s in splits.items():
+        out[name] = {o: float(ips(s.I_and, s.I_or, order=_order(o))) for o in ORDERS}
+        full = [
+            SparseAndOr(SparseInteractions.from_dense(a), SparseInteractions.from_dense(b, "or"))
+            for a, b in zip(s.I_and, s.I_or, strict=True)
+        ]
+        for o in ORDERS:
+            got = sparse_ips(full, order=_order(o))
+            assert np.isclose(got, out[name][o], equal_nan=True), (name, o)
+    return out
+
+
+def game_rows(dataset, item, n, group, methods, seeds, canonical_max_n) -> list[dict]:
+    """The table rows of one (item, n): every method × budget × seed, each recovering the
+    game of both templates (one when the second is not scored) from ``budget`` look-ups."""
+    from psens.interactions import mobius_and
+    from psens.interactions.sparse import SparseInteractions, recover, restricted_and_or
+    from psens.ips.sparse import recall_at_k, sparse_ips
+
+    templates = sorted(group)[:2]
+    pair = len(templates) == 2  # IPS compares two templates; one game gives the rest
+    v = np.stack([group[t][0] for t in templates])
+    exact = [SparseInteractions.from_dense(row) for row in mobius_and(v)]
+    nan = dict.fromkeys(ORDERS, np.nan)
+    ref = reference_ips(v, canonical_max_n) if pair else {}
+    held_all = np.arange(2**n)
+    rows = []
+    for method in methods:
+        for frac in FRACTIONS:
+            budget = max(8, round(frac * 2**n))
+            for seed in range(seeds):
+                row = {
+                    "dataset": dataset,
+                    "item": item,
+                    "n": n,
+                    "templates": "|".join(templates),
+                    "method": method,
+                    "fraction": frac,
+                    "budget": budget,
+                    "seed": seed,
+                }
+                rows.append(row)
+                t0 = time.perf_counter()
+                try:
+                    recs = [
+                        recover(lambda b, vk=vk: vk[_keys(b)], n, budget, method=method, seed=seed)
+                        for vk in v
+                    ]
+                except (ValueError, ImportError) as err:
+                    row["error"] = str(err).split(": ", 1)[-1][:160]
+                    continue
+                row["fit_seconds"] = (time.perf_counter() - t0) / 2
+                row["queries"] = float(np.mean([r.queries for r in recs]))
+                row["support"] = float(np.mean([len(r.interactions) for r in recs]))
+                recall, mae, r2 = [], [], []
+                for vk, ex, r in zip(v, exact, recs, strict=True):
+                    recall.append(recall_at_k(ex, r.interactions, 10))
+                    held = np.setdiff1d(held_all, _keys(r.masks))
+                    err = vk[held] - r.interactions(held)
+                    mae.append(float(np.abs(err).mean()))
+                    r2.append(1 - float(np.mean(err**2)) / float(np.var(vk[held])))
+                row["recall_top10"] = float(np.mean(recall))
+                row["heldout_mae"] = float(np.mean(mae))
+                row["heldout_r2"] = float(np.mean(r2))
+                found = [r.interactions for r in recs]
+                split = [restricted_and_or(g) for g in found] if pair else []
+                for o in ORDERS:
+                    row[f"ips_exact_and_{o}"] = ref.get("and", nan)[o]
+                    row[f"ips_sparse_and_{o}"] = (
+                        sparse_ips(found, order=_order(o)) if pair else np.nan
+                    )
+                    row[f"ips_exact_canonical_{o}"] = ref.get("canonical", nan)[o]
+                    row[f"ips_exact_sgd_{o}"] = ref.get("sgd", nan)[o]
+                    row[f"ips_sparse_restricted_{o}"] = (
+                        sparse_ips(split, order=_order(o)) if pair else np.nan
+                    )
+                print(
+                    f"{item} n={n} {method} {frac:.0%} seed {seed}: "
+                    f"recall {row['recall_top10']:.2f} R2 {row['heldout_r2']:.2f}",
+                    flush=True,
+                )
+    return rows
 
 
 def _keys(bits) -> np.ndarray:

@@ -872,11 +872,15 @@ def _ask_next(s: ServedScorer, ep, probe, seq, k):
     """Next-token mode: one request per scored position (k for teacher forcing)."""
     out, top = [], None
     vocab = len(s.tokenizer)
+    # top-k of the first ask (llama-server's is wide); the whole vocabulary if `want` is not in it
+    first = s.spec.top_logprobs
+    if probe.mode == "native":
+        first = max(first, NATIVE_TOP_K)
+    first = min(first, vocab)
     for pos in range(len(seq) - k, len(seq)):
         prefix, want = seq[:pos], int(seq[pos])
         lp = None
-        first = s.spec.top_logprobs if probe.mode != "native" else NATIVE_TOP_K
-        for n in (min(max(first, s.spec.top_logprobs), vocab), vocab):
+        for n in (first, vocab):
             if probe.mode == "native":
                 dist = _next_dist_native(s, ep, prefix, n, again=n == vocab)
                 lp = dist.get(want)
