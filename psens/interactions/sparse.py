@@ -522,18 +522,26 @@ def _lasso(query, n, budget, rng, degree, max_features, seed):
     return fit_queries(bits, y, degree=degree, max_features=max_features, seed=seed)
 
 
+#: pairs of selected sets formed at once by :func:`_grow` (bounds its memory)
+_PAIR_BLOCK = 2**22
+
+
 def _grow(selected: np.ndarray, k: int, limit: int) -> np.ndarray:
     """Subsets of size ``k`` that are the union of two selected ``k - 1``-subsets (at most
-    ``limit``, the most supported first)."""
-    sel = sorted({int(s) for s in selected.tolist() if bin(int(s)).count("1") == k - 1})
-    count: dict[int, int] = {}
-    for i, s in enumerate(sel):
-        for t in sel[i + 1 :]:
-            c = s | t
-            if bin(c).count("1") == k:
-                count[c] = count.get(c, 0) + 1
-    best = sorted(count, key=lambda c: (-count[c], c))[:limit]
-    return np.asarray(sorted(best), dtype=np.uint64)
+    ``limit``, the most supported first: by the number of such pairs, then by key)."""
+    sel = np.unique(np.asarray(selected, dtype=np.uint64))
+    sel = sel[popcount(sel) == k - 1]
+    m = sel.size
+    step = max(1, _PAIR_BLOCK // max(m, 1))  # rows of the pair table per block
+    unions = []
+    for a in range(0, m, step):  # blocks of rows; each pair (i < j) once
+        u = sel[a : a + step, None] | sel[None, :]
+        upper = np.arange(a, min(a + step, m))[:, None] < np.arange(m)[None, :]
+        u = u[upper]
+        unions.append(u[popcount(u) == k])
+    keys, count = np.unique(np.concatenate(unions or [sel[:0]]), return_counts=True)
+    best = keys[np.lexsort((keys, -count))][:limit]
+    return np.sort(best)
 
 
 def _lasso_fit(X, y, budget, seed):

@@ -166,3 +166,27 @@ def test_subsets_helper_consistent():  # the literal helpers agree with the bitm
             and popcount(t) == sp.popcount(np.array([t], np.uint64))[0]
         )
     assert list(itertools.islice(sp._subsets_up_to(3, 2).tolist(), 7)) == [0, 1, 2, 4, 3, 5, 6]
+
+
+def _grow_literal(selected, k, limit):
+    """The hierarchical candidates written out: every pair of selected (k-1)-sets."""
+    sel = sorted({int(s) for s in selected if bin(int(s)).count("1") == k - 1})
+    count = {}
+    for a, b in itertools.combinations(sel, 2):
+        if bin(a | b).count("1") == k:
+            count[a | b] = count.get(a | b, 0) + 1
+    return sorted(sorted(count, key=lambda c: (-count[c], c))[:limit])
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("block", [7, 2**22])  # pairs formed in many blocks, or in one
+def test_grow_equals_the_pairwise_definition(seed, block, monkeypatch):
+    monkeypatch.setattr(sp, "_PAIR_BLOCK", block)
+    rng = np.random.default_rng(seed)
+    n, k = 9, int(rng.integers(2, 5))
+    keys = rng.choice(2**n, 120, replace=False).astype(np.uint64)
+    for limit in (3, 10, 10_000):
+        got = sp._grow(keys, k, limit)
+        assert got.dtype == np.uint64
+        assert got.tolist() == _grow_literal(keys.tolist(), k, limit)
+    assert sp._grow(keys[:0], k, 10).size == 0
