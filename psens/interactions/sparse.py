@@ -72,6 +72,7 @@ __all__ = [
     "popcount",
     "recover",
     "restricted_and_or",
+    "subsets_of",
     "unpack_bits",
 ]
 
@@ -155,6 +156,36 @@ def popcount(keys) -> np.ndarray:
     """Number of set bits of each ``uint64`` key."""
     k = np.asarray(keys, dtype=np.uint64)
     return np.unpackbits(k.view(np.uint8).reshape(*k.shape, 8), axis=-1).sum(axis=-1)
+
+
+def subsets_of(keys, block: int = 2**22) -> tuple[np.ndarray, np.ndarray]:
+    """Every subset of every key (the empty set and the key included).
+
+    Returns ``(owner, sub)``: ``sub[j]`` is a subset of ``keys[owner[j]]``; the subsets of
+    one key are listed together, in the order of the binary counter over its set bits
+    (lowest bit first). Vectorised over keys and subsets, one step per key size, in blocks
+    of at most ``block`` entries.
+    """
+    keys = np.asarray(keys, dtype=np.uint64).ravel()
+    size = popcount(keys)
+    owners, subs = [], []
+    for k in np.unique(size).tolist():  # one step per key size
+        which = np.nonzero(size == k)[0]
+        # positions of the set bits of each key: [m, k]
+        pos = np.nonzero(unpack_bits(keys[which], 64))[1].reshape(which.size, k)
+        weight = np.uint64(1) << pos.astype(np.uint64)
+        choose = unpack_bits(np.arange(2**k, dtype=np.uint64), k)  # [2**k, k]
+        step = max(1, block // (2**k * max(k, 1)))
+        for a in range(0, which.size, step):
+            w = weight[a : a + step]
+            sub = np.where(choose[None], w[:, None, :], np.uint64(0)).sum(-1, dtype=np.uint64)
+            owners.append(np.repeat(which[a : a + step], 2**k))
+            subs.append(sub.ravel())
+    if not subs:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+    owner, sub = np.concatenate(owners), np.concatenate(subs)
+    order = np.argsort(owner, kind="stable")  # keys in their given order
+    return owner[order], sub[order]
 
 
 # ----------------------------------------------------------------------------- containers
@@ -302,22 +333,12 @@ def fourier_to_mobius(subsets, coeffs, n: int) -> SparseInteractions:
     """
     s = np.asarray(subsets, dtype=np.uint64).ravel()
     f = np.asarray(coeffs, dtype=float).ravel()
-    out: dict[int, float] = {}
-    for key, val in zip(s.tolist(), f.tolist(), strict=True):
-        if val == 0.0:
-            continue
-        bits = [i for i in range(n) if (key >> i) & 1]
-        k = len(bits)
-        for sub in range(1 << k):
-            r = 0
-            size = 0
-            for j in range(k):
-                if (sub >> j) & 1:
-                    r |= 1 << bits[j]
-                    size += 1
-            out[r] = out.get(r, 0.0) + val * (2.0**size) * (-1.0) ** (k - size)
-    keys = np.fromiter(out.keys(), dtype=np.uint64, count=len(out))
-    vals = np.fromiter(out.values(), dtype=float, count=len(out))
+    nz = f != 0.0
+    owner, r = subsets_of(s[nz])
+    k, size = popcount(s[nz])[owner], popcount(r)
+    contrib = f[nz][owner] * 2.0**size * np.where((k - size) % 2 == 0, 1.0, -1.0)
+    keys, inv = np.unique(r, return_inverse=True)
+    vals = np.bincount(inv.ravel(), contrib, keys.size)
     # terms that cancel (a Möbius term spreads over all Fourier subsets of its set) are 0
     tiny = 1e-12 * max(float(np.abs(f).max()) if f.size else 0.0, 1e-300)
     keep = (np.abs(vals) > tiny) | (keys == 0)
@@ -326,22 +347,16 @@ def fourier_to_mobius(subsets, coeffs, n: int) -> SparseInteractions:
 
 def downward_closure(subsets, n: int) -> np.ndarray:
     """All subsets of the given subsets (the empty set included), sorted ``uint64``."""
-    out: set[int] = {0}
-    for key in np.asarray(subsets, dtype=np.uint64).ravel().tolist():
-        if key in out:
-            continue
-        bits = [1 << i for i in range(n) if (key >> i) & 1]
-        if len(bits) > 20:
-            fail(
-                "downward_closure",
-                f"a subset of {len(bits)} words has 2**{len(bits)} subsets",
-                "Keep the support to interactions of at most 20 words",
-            )
-        subs = [0]
-        for b in bits:
-            subs += [x | b for x in subs]
-        out.update(subs)
-    return np.sort(np.fromiter(out, dtype=np.uint64, count=len(out)))
+    keys = np.asarray(subsets, dtype=np.uint64).ravel()
+    big = popcount(keys).max(initial=0)
+    if big > 20:
+        fail(
+            "downward_closure",
+            f"a subset of {big} words has 2**{big} subsets",
+            "Keep the support to interactions of at most 20 words",
+        )
+    _, sub = subsets_of(np.unique(keys))
+    return np.union1d(sub, np.zeros(1, np.uint64))
 
 
 def _features(bits: np.ndarray, subsets: np.ndarray) -> np.ndarray:
@@ -352,13 +367,17 @@ def _features(bits: np.ndarray, subsets: np.ndarray) -> np.ndarray:
 
 
 def _subsets_up_to(n: int, degree: int) -> np.ndarray:
-    from itertools import combinations
-
-    out = [0]
-    for k in range(1, degree + 1):
-        for c in combinations(range(n), k):
-            out.append(sum(1 << i for i in c))
-    return np.asarray(out, dtype=np.uint64)
+    """All subsets of at most ``degree`` of ``n`` words, by size, each size in the
+    lexicographic order of ``itertools.combinations``."""
+    levels = [np.zeros(1, np.uint64)]
+    top = np.full(1, -1)  # highest word of each subset of the last level
+    words = np.arange(n)
+    for _ in range(degree):  # extend each subset by one word above its highest
+        ext = words[None, :] > top[:, None]  # [m, n]
+        row, word = np.nonzero(ext)
+        levels.append(levels[-1][row] | (np.uint64(1) << word.astype(np.uint64)))
+        top = word
+    return np.concatenate(levels)
 
 
 def _n_features(n: int, degree: int) -> int:
@@ -374,17 +393,18 @@ def _uniform_masks(n: int, budget: int, rng: np.random.Generator) -> np.ndarray:
         rest = rng.permutation(np.arange(1, 2**n - 1, dtype=np.int64))[: budget - 2]
         keys = np.concatenate([[2**n - 1, 0], rest]).astype(np.uint64)
         return unpack_bits(keys, n)
-    full, empty = np.ones(n, bool), np.zeros(n, bool)
-    rows = [full, empty]
-    seen = {full.tobytes(), empty.tobytes()}
-    while len(rows) < budget:
-        for r in rng.random((budget, n)) < 0.5:
-            if r.tobytes() not in seen:
-                seen.add(r.tobytes())
-                rows.append(r)
-                if len(rows) == budget:
-                    break
-    return np.stack(rows)
+    seen = np.array([2**n - 1, 0], dtype=np.uint64)  # the full and empty masks first
+    keys = [seen]
+    got = 2
+    while got < budget:  # draws of `budget` rows; each new mask kept at its first draw
+        draw = pack_bits(rng.random((budget, n)) < 0.5)
+        _, first = np.unique(draw, return_index=True)
+        first = np.sort(first)
+        new = draw[first][~np.isin(draw[first], seen)][: budget - got]
+        keys.append(new)
+        seen = np.concatenate([seen, new])
+        got += new.size
+    return unpack_bits(np.concatenate(keys), n)
 
 
 class _Recorder:
@@ -392,32 +412,34 @@ class _Recorder:
 
     def __init__(self, game: Callable[[np.ndarray], np.ndarray], n: int) -> None:
         self.game, self.n = game, n
-        self.keys: dict[bytes, int] = {}
-        self.masks: list[np.ndarray] = []
+        self.masks: list[np.ndarray] = []  # the queried masks, in query order
         self.values: list[float] = []
+        self._keys = np.zeros(0, np.uint64)  # their packed keys, sorted, and
+        self._where = np.zeros(0, np.int64)  # the position of each in `masks`
 
     def __call__(self, bits) -> np.ndarray:
         b = np.asarray(bits, dtype=bool).reshape(-1, self.n)
-        new = []
-        for r in b:
-            k = r.tobytes()
-            if k not in self.keys:
-                self.keys[k] = -1
-                new.append(r)
-        if new:
-            got = np.asarray(self.game(np.stack(new)), dtype=float).ravel()
-            if got.shape != (len(new),) or not np.isfinite(got).all():
+        keys = pack_bits(b)
+        _, first = np.unique(keys, return_index=True)
+        first = np.sort(first)  # each distinct mask of the batch once, in batch order
+        new = first[~np.isin(keys[first], self._keys)]
+        if new.size:
+            got = np.asarray(self.game(b[new]), dtype=float).ravel()
+            if got.shape != (new.size,) or not np.isfinite(got).all():
                 fail(
                     "psens.interactions.sparse.recover",
                     f"the game returned {got.shape} values (finite: {np.isfinite(got).all()}) "
-                    f"for {len(new)} masks",
+                    f"for {new.size} masks",
                     "Return one finite value per mask",
                 )
-            for r, val in zip(new, got.tolist(), strict=True):
-                self.keys[r.tobytes()] = len(self.values)
-                self.masks.append(r)
-                self.values.append(val)
-        return np.asarray([self.values[self.keys[r.tobytes()]] for r in b])
+            at = len(self.values) + np.arange(new.size)
+            self.masks.extend(b[new])
+            self.values.extend(got.tolist())
+            order = np.argsort(np.concatenate([self._keys, keys[new]]), kind="stable")
+            self._keys = np.concatenate([self._keys, keys[new]])[order]
+            self._where = np.concatenate([self._where, at])[order]
+        values = np.asarray(self.values)
+        return values[self._where[np.searchsorted(self._keys, keys)]]
 
 
 # ----------------------------------------------------------------------------- recovery
@@ -727,18 +749,11 @@ def _or_matrix(D: np.ndarray):
     :math:`I_{or}(\emptyset) = b_\emptyset`."""
     from scipy import sparse as sp
 
-    pos = {int(k): i for i, k in enumerate(D.tolist())}
-    rows, cols, vals = [], [], []
-    for j, r in enumerate(D.tolist()):
-        bits = [1 << i for i in range(64) if (r >> i) & 1]
-        subs = [0]
-        for b in bits:
-            subs += [x | b for x in subs]
-        for q in subs if r == 0 else subs[1:]:  # the constant maps to the OR bias only
-            i = pos[q]
-            rows.append(i)
-            cols.append(j)
-            vals.append(1.0 if q == 0 else (-1.0) ** (bin(q).count("1") + 1))
+    cols, q = subsets_of(D)
+    keep = (q != 0) | (D[cols] == 0)  # the constant maps to the OR bias only
+    cols, q = cols[keep], q[keep]
+    rows = np.searchsorted(D, q)
+    vals = np.where(q == 0, 1.0, np.where(popcount(q) % 2 == 1, 1.0, -1.0))
     return sp.csr_matrix((vals, (rows, cols)), shape=(len(D), len(D)))
 
 

@@ -69,6 +69,43 @@ def test_fourier_to_mobius_literal():
     assert np.allclose(got, mobius_and(v))
 
 
+@pytest.mark.parametrize("block", [5, 2**22])  # in many blocks, or in one
+def test_subsets_of_every_key(block):
+    rng = np.random.default_rng(0)
+    keys = [0, 1 << 63, 2**64 - 1 >> 52]  # the empty set, the 64th word, 12 words
+    keys += [int(x) for x in rng.integers(0, 2**40, 20)]
+    keys += [k & int(m) for k, m in zip(keys, rng.integers(0, 2**40, len(keys)), strict=False)]
+    keys = [k for k in keys if bin(k).count("1") <= 14]
+    owner, sub = sp.subsets_of(np.array(keys, np.uint64), block=block)
+    assert sub.dtype == np.uint64 and np.all(np.diff(owner) >= 0)
+    for i, key in enumerate(keys):
+        bits = [b for b in range(64) if (key >> b) & 1]
+        literal = {
+            sum(1 << b for b in c)
+            for r in range(len(bits) + 1)
+            for c in itertools.combinations(bits, r)
+        }
+        got = sub[owner == i].tolist()
+        assert len(got) == 2 ** len(bits) and set(got) == literal
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fourier_to_mobius_random_against_the_dense_transform(seed):
+    n = 8
+    rng = np.random.default_rng(seed)
+    keys = np.unique(rng.integers(0, 2**n, 30)).astype(np.uint64)
+    f = rng.normal(size=keys.size)
+    f[::4] = 0.0
+    chi = np.ones((2**n, keys.size))  # chi_S(T) = prod_{i in S} (2[i in T] - 1)
+    t = np.arange(2**n)
+    for j, key in enumerate(keys.tolist()):
+        for i in range(n):
+            if (key >> i) & 1:
+                chi[:, j] *= 2 * ((t >> i) & 1) - 1
+    got = sp.fourier_to_mobius(keys, f, n).to_dense()
+    assert np.allclose(got, mobius_and(chi @ f), atol=1e-12)
+
+
 def test_downward_closure():
     got = sp.downward_closure(np.array([0b101, 0b1000], np.uint64), 4).tolist()
     assert got == [0, 1, 4, 5, 8]
@@ -190,3 +227,47 @@ def test_grow_equals_the_pairwise_definition(seed, block, monkeypatch):
         assert got.dtype == np.uint64
         assert got.tolist() == _grow_literal(keys.tolist(), k, limit)
     assert sp._grow(keys[:0], k, 10).size == 0
+
+
+@pytest.mark.parametrize(("n", "degree"), [(1, 1), (5, 3), (14, 2), (64, 2)])
+def test_subsets_up_to_is_the_combinations_in_order(n, degree):
+    literal = [
+        sum(1 << i for i in c)
+        for k in range(degree + 1)
+        for c in itertools.combinations(range(n), k)
+    ]
+    assert sp._subsets_up_to(n, degree).tolist() == literal
+
+
+def _uniform_literal(n, budget, rng):
+    """The query design written out: blocks of `budget` coin-flip rows, each new row kept."""
+    rows, seen = [[True] * n, [False] * n], {(True,) * n, (False,) * n}
+    while len(rows) < budget:
+        for r in (rng.random((budget, n)) < 0.5).tolist():
+            if tuple(r) not in seen and len(rows) < budget:
+                seen.add(tuple(r))
+                rows.append(r)
+    return np.array(rows, bool)
+
+
+@pytest.mark.parametrize(("n", "budget"), [(21, 300), (22, 4000), (64, 500)])
+def test_uniform_masks_beyond_20_words(n, budget):
+    got = sp._uniform_masks(n, budget, np.random.default_rng(7))
+    assert np.array_equal(got, _uniform_literal(n, budget, np.random.default_rng(7)))
+    assert np.unique(sp.pack_bits(got)).size == budget
+
+
+def test_recorder_queries_each_mask_once_and_answers_every_row():
+    n, rng, asked = 40, np.random.default_rng(2), []
+
+    def game(b):
+        asked.extend(sp.pack_bits(b).tolist())
+        return b @ np.arange(1.0, n + 1)
+
+    rec = sp._Recorder(game, n)
+    for _ in range(5):
+        b = rng.random((30, n)) < 0.5
+        b = np.concatenate([b, b[:7], b[::-1][:4]])  # repeats in and across batches
+        assert np.array_equal(rec(b), b @ np.arange(1.0, n + 1))
+    assert len(asked) == len(set(asked)) == len(rec.values) == 150
+    assert np.array_equal(sp.pack_bits(np.stack(rec.masks)), asked)
