@@ -99,6 +99,17 @@ def _check_n(n, where: str) -> int:
     return n
 
 
+def _check_keys(keys: np.ndarray, n: int, where: str) -> np.ndarray:
+    """``uint64`` subset keys of ``n`` words: a key naming a word ≥ n is refused."""
+    if n < MAX_SPARSE_PLAYERS and keys.size and int(keys.max()) >> n:
+        fail(
+            where,
+            f"a subset names word {int(keys.max()).bit_length() - 1} of a game of n={n} words",
+            f"Pass subsets of words 0..{n - 1} (or the game's true n)",
+        )
+    return keys
+
+
 def as_bits(masks, n: int, where: str = "psens.interactions.sparse") -> np.ndarray:
     """Masks as a boolean array ``[m, n]`` (column ``i`` = word ``i`` kept).
 
@@ -163,23 +174,25 @@ def subsets_of(keys, block: int = 2**22) -> tuple[np.ndarray, np.ndarray]:
 
     Returns ``(owner, sub)``: ``sub[j]`` is a subset of ``keys[owner[j]]``; the subsets of
     one key are listed together, in the order of the binary counter over its set bits
-    (lowest bit first). Vectorised over keys and subsets, one step per key size, in blocks
-    of at most ``block`` entries.
+    (lowest bit first). Vectorised over keys and subsets (one doubling step per word of a
+    key size), in blocks of about ``block`` subsets (a key of more words than
+    ``log2(block)`` is one block of its own).
     """
     keys = np.asarray(keys, dtype=np.uint64).ravel()
     size = popcount(keys)
     owners, subs = [], []
     for k in np.unique(size).tolist():  # one step per key size
         which = np.nonzero(size == k)[0]
-        # positions of the set bits of each key: [m, k]
-        pos = np.nonzero(unpack_bits(keys[which], 64))[1].reshape(which.size, k)
-        weight = np.uint64(1) << pos.astype(np.uint64)
-        choose = unpack_bits(np.arange(2**k, dtype=np.uint64), k)  # [2**k, k]
-        step = max(1, block // (2**k * max(k, 1)))
+        step = max(1, block // 2**k)
         for a in range(0, which.size, step):
-            w = weight[a : a + step]
-            sub = np.where(choose[None], w[:, None, :], np.uint64(0)).sum(-1, dtype=np.uint64)
-            owners.append(np.repeat(which[a : a + step], 2**k))
+            part = which[a : a + step]
+            # the value of each set bit of each key: [m, k], lowest first
+            bit = np.nonzero(unpack_bits(keys[part], 64))[1].reshape(part.size, k)
+            weight = np.uint64(1) << bit.astype(np.uint64)
+            sub = np.zeros((part.size, 1), np.uint64)
+            for j in range(k):  # doubling: the subsets without word j, then with it
+                sub = np.concatenate([sub, sub | weight[:, j : j + 1]], axis=1)
+            owners.append(np.repeat(part, 2**k))
             subs.append(sub.ravel())
     if not subs:
         return np.zeros(0, np.int64), np.zeros(0, np.uint64)
@@ -222,6 +235,7 @@ class SparseInteractions:
             fail("SparseInteractions", "values contain NaN or inf", "Pass finite values")
         if self.kind not in ("and", "or"):
             fail("SparseInteractions", f"kind={self.kind!r}", "Use 'and' or 'or'")
+        _check_keys(s, self.n, "SparseInteractions")
         order = np.argsort(s, kind="stable")
         s, v = s[order], v[order]
         if np.unique(s).size != s.size:
@@ -331,8 +345,12 @@ def fourier_to_mobius(subsets, coeffs, n: int) -> SparseInteractions:
 
     Each Fourier term spreads over the :math:`2^{|S|}` subsets of S (so keep |S| small).
     """
-    s = np.asarray(subsets, dtype=np.uint64).ravel()
+    where = "psens.interactions.sparse.fourier_to_mobius"
+    n = _check_n(n, where)
+    s = _check_keys(np.asarray(subsets, dtype=np.uint64).ravel(), n, where)
     f = np.asarray(coeffs, dtype=float).ravel()
+    if f.shape != s.shape:
+        fail(where, f"{s.size} subsets and {f.size} coefficients", "Pass one coefficient each")
     nz = f != 0.0
     owner, r = subsets_of(s[nz])
     k, size = popcount(s[nz])[owner], popcount(r)
@@ -347,16 +365,23 @@ def fourier_to_mobius(subsets, coeffs, n: int) -> SparseInteractions:
 
 def downward_closure(subsets, n: int) -> np.ndarray:
     """All subsets of the given subsets (the empty set included), sorted ``uint64``."""
-    keys = np.asarray(subsets, dtype=np.uint64).ravel()
-    big = popcount(keys).max(initial=0)
+    keys = _check_keys(np.unique(np.asarray(subsets, dtype=np.uint64)), n, "downward_closure")
+    size = popcount(keys)
+    big = int(size.max(initial=0))
     if big > 20:
         fail(
             "downward_closure",
             f"a subset of {big} words has 2**{big} subsets",
             "Keep the support to interactions of at most 20 words",
         )
-    _, sub = subsets_of(np.unique(keys))
-    return np.union1d(sub, np.zeros(1, np.uint64))
+    closed = np.zeros(1, np.uint64)
+    for k in range(big, 0, -1):  # largest first: a key inside the closure adds nothing
+        new = keys[size == k]
+        new = new[~np.isin(new, closed)]
+        if new.size:
+            closed = np.sort(np.concatenate([closed, subsets_of(new)[1]]))
+            closed = closed[np.r_[True, closed[1:] != closed[:-1]]]  # (sorting beats hashing)
+    return closed
 
 
 def _features(bits: np.ndarray, subsets: np.ndarray) -> np.ndarray:
@@ -412,17 +437,28 @@ class _Recorder:
 
     def __init__(self, game: Callable[[np.ndarray], np.ndarray], n: int) -> None:
         self.game, self.n = game, n
-        self.masks: list[np.ndarray] = []  # the queried masks, in query order
-        self.values: list[float] = []
+        self._blocks: list[np.ndarray] = []  # the queried masks, in query order
+        self._values = np.zeros(0)  # their values
         self._keys = np.zeros(0, np.uint64)  # their packed keys, sorted, and
-        self._where = np.zeros(0, np.int64)  # the position of each in `masks`
+        self._where = np.zeros(0, np.int64)  # the query number of each
+
+    @property
+    def masks(self) -> np.ndarray:
+        """The distinct masks queried, in query order (bool ``[q, n]``)."""
+        return np.concatenate(self._blocks) if self._blocks else np.zeros((0, self.n), bool)
+
+    @property
+    def values(self) -> np.ndarray:
+        return self._values
 
     def __call__(self, bits) -> np.ndarray:
         b = np.asarray(bits, dtype=bool).reshape(-1, self.n)
         keys = pack_bits(b)
         _, first = np.unique(keys, return_index=True)
         first = np.sort(first)  # each distinct mask of the batch once, in batch order
-        new = first[~np.isin(keys[first], self._keys)]
+        at = np.minimum(np.searchsorted(self._keys, keys[first]), self._keys.size - 1)
+        seen = self._keys[at] == keys[first] if self._keys.size else np.zeros(first.size, bool)
+        new = first[~seen]
         if new.size:
             got = np.asarray(self.game(b[new]), dtype=float).ravel()
             if got.shape != (new.size,) or not np.isfinite(got).all():
@@ -432,14 +468,14 @@ class _Recorder:
                     f"for {new.size} masks",
                     "Return one finite value per mask",
                 )
-            at = len(self.values) + np.arange(new.size)
-            self.masks.extend(b[new])
-            self.values.extend(got.tolist())
-            order = np.argsort(np.concatenate([self._keys, keys[new]]), kind="stable")
-            self._keys = np.concatenate([self._keys, keys[new]])[order]
-            self._where = np.concatenate([self._where, at])[order]
-        values = np.asarray(self.values)
-        return values[self._where[np.searchsorted(self._keys, keys)]]
+            at = self._values.size + np.arange(new.size)
+            self._blocks.append(b[new])
+            self._values = np.concatenate([self._values, got])
+            order = np.argsort(keys[new])  # insert the new keys in sorted place
+            pos = np.searchsorted(self._keys, keys[new][order])
+            self._keys = np.insert(self._keys, pos, keys[new][order])
+            self._where = np.insert(self._where, pos, at[order])
+        return self._values[self._where[np.searchsorted(self._keys, keys)]]
 
 
 # ----------------------------------------------------------------------------- recovery
@@ -522,8 +558,8 @@ def recover(
         inter, info = _proxyspex(query, n, budget, seed)
     return Recovery(
         interactions=inter,
-        masks=np.stack(rec.masks) if rec.masks else np.zeros((0, n), bool),
-        values=np.asarray(rec.values),
+        masks=rec.masks,
+        values=rec.values,
         method=method,
         budget=budget,
         info=info,

@@ -109,6 +109,21 @@ def test_fourier_to_mobius_random_against_the_dense_transform(seed):
 def test_downward_closure():
     got = sp.downward_closure(np.array([0b101, 0b1000], np.uint64), 4).tolist()
     assert got == [0, 1, 4, 5, 8]
+    # nested and repeated keys, the 64th word
+    keys = np.array([0b1, 0b111, 0b11, 0b111, 1 << 63], np.uint64)
+    assert sp.downward_closure(keys, 64).tolist() == [0, 1, 2, 3, 4, 5, 6, 7, 1 << 63]
+    assert sp.downward_closure(np.zeros(0, np.uint64), 3).tolist() == [0]
+
+
+def test_subsets_beyond_n_words_are_refused():
+    with pytest.raises(ValueError, match="names word 4 of a game of n=4"):
+        sp.fourier_to_mobius([0b10011], [1.0], 4)
+    with pytest.raises(ValueError, match="names word 3"):
+        sp.downward_closure(np.array([0b1001], np.uint64), 3)
+    with pytest.raises(ValueError, match="names word 5"):
+        sp.SparseInteractions(5, np.array([1 << 5], np.uint64), np.ones(1))
+    with pytest.raises(ValueError, match="2 subsets and 1 coefficients"):
+        sp.fourier_to_mobius([1, 2], [1.0], 4)
 
 
 @pytest.mark.parametrize("n", [10, 24, 64])

@@ -52,7 +52,7 @@ def _table(vs, **kw) -> pd.DataFrame:
     return pd.read_csv(vs.OUT, dtype={"item": str})
 
 
-def test_rows_are_kept_and_recomputed_only_when_a_game_changes(vs):
+def test_rows_are_kept_and_recomputed_only_when_a_game_changes(vs, monkeypatch):
     _game(vs, "a", "t1")
     _game(vs, "a", "t2", seed=1)
     _game(vs, "b", "t1", seed=2)
@@ -64,12 +64,18 @@ def test_rows_are_kept_and_recomputed_only_when_a_game_changes(vs):
     assert first.loc[first["item"] == "a", "ips_sparse_and_all"].notna().all()
 
     # b gains its second template, a's cached game disappears: a's row stays as it was,
-    # b's row is recomputed for the pair
+    # b's row is recomputed for the pair, c (unchanged) is not computed again
+    _game(vs, "c", "t1", seed=4)
+    _table(vs, ns=[4])
     _game(vs, "b", "t2", seed=3)
     vs.game_path("synthetic", "a", "t1", 4).unlink()
     vs.game_path("synthetic", "a", "t2", 4).unlink()
+    computed = []
+    rows = vs.game_rows
+    monkeypatch.setattr(vs, "game_rows", lambda *a: computed.append(a[1]) or rows(*a))
     second = _table(vs, ns=[4])
-    assert sorted(second["item"]) == ["a", "b"]
+    assert computed == ["b"]
+    assert sorted(second["item"]) == ["a", "b", "c"]
     pd.testing.assert_frame_equal(
         second[second["item"] == "a"].reset_index(drop=True),
         first[first["item"] == "a"].reset_index(drop=True),
