@@ -412,6 +412,11 @@ def _n_features(n: int, degree: int) -> int:
 # ----------------------------------------------------------------------------- sampling
 
 
+def _first_occurrences(keys: np.ndarray) -> np.ndarray:
+    """Positions of the first occurrence of each distinct key, in the keys' order."""
+    return np.sort(np.unique(keys, return_index=True)[1])
+
+
 def _uniform_masks(n: int, budget: int, rng: np.random.Generator) -> np.ndarray:
     """``budget`` distinct uniform masks, the full and the empty one first (bool [B, n])."""
     if n <= 20:
@@ -423,8 +428,7 @@ def _uniform_masks(n: int, budget: int, rng: np.random.Generator) -> np.ndarray:
     got = 2
     while got < budget:  # draws of `budget` rows; each new mask kept at its first draw
         draw = pack_bits(rng.random((budget, n)) < 0.5)
-        _, first = np.unique(draw, return_index=True)
-        first = np.sort(first)
+        first = _first_occurrences(draw)
         new = draw[first][~np.isin(draw[first], seen)][: budget - got]
         keys.append(new)
         seen = np.concatenate([seen, new])
@@ -449,13 +453,13 @@ class _Recorder:
 
     @property
     def values(self) -> np.ndarray:
+        """The values of :attr:`masks`."""
         return self._values
 
     def __call__(self, bits) -> np.ndarray:
         b = np.asarray(bits, dtype=bool).reshape(-1, self.n)
         keys = pack_bits(b)
-        _, first = np.unique(keys, return_index=True)
-        first = np.sort(first)  # each distinct mask of the batch once, in batch order
+        first = _first_occurrences(keys)  # each distinct mask of the batch once
         at = np.minimum(np.searchsorted(self._keys, keys[first]), self._keys.size - 1)
         seen = self._keys[at] == keys[first] if self._keys.size else np.zeros(first.size, bool)
         new = first[~seen]
