@@ -34,6 +34,7 @@ PSENS_SIZE = os.environ.get("PSENS_SIZE", "")
 
 # %%
 import psens.widgets as pw
+from psens import run_settings
 from psens.ips import aggregate, sample_ips
 
 ds = pw.load_run(PSENS_RUN, PSENS_SIZE, tiny=dict(n_samples=6, seed=0))
@@ -46,7 +47,7 @@ ds
 # IPS lies in [0, 2]: 0 when the salient interactions are identical under every template, 2 when every salient interaction flips sign. Low/mid/high are interactions of few, some, many words (§4.3). Runs with few-shot settings are shown at 0 shots here (notebook 04 compares the shots).
 
 # %%
-tau = float(ds.attrs.get("tau", 0.1))
+tau = run_settings(ds).tau  # the τ the run was made with
 per_sample = sample_ips(ds, tau, orders=("all", "low", "mid", "high"))
 if "shot" in per_sample.dims:
     per_sample = per_sample.isel(shot=0)

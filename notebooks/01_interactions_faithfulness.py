@@ -139,7 +139,7 @@ pw.show(at.round(4), ds)
 # **The paper reports** (fig. 2) that every LLM encodes only a few salient interactions and that keeping the top 3 % or 5 % of them already gives a small matching error (Llama-2-7b in fig. 2b; more models in appendix F). The paper shows this as curves, without a number for "small"; below, "few" is read as fewer than a quarter of all interactions salient ($|\tilde I| > \tau$) and "small" as a mean error at 5 % below a tenth of the range of $v$. With $n \le 6$ words a game has at most 126 interactions, so 5 % keeps only a handful.
 
 # %%
-tau = float(ds.attrs.get("tau", 0.1))
+tau = psens.run_settings(ds).tau  # the τ the run was made with
 shares = {}
 for model in ds["model"].values:
     frame = ds.sel(model=[model]).psens.to_frame(tau)

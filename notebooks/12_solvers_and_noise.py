@@ -26,6 +26,7 @@ import altair as alt
 import pandas as pd
 
 import psens.widgets as pw
+from psens import run_settings
 from psens.ips import sample_ips, solver_sensitivity, solver_table
 from psens.ips.floor import PRECISION_SIGMA, floor_test, noise_floor, run_floor
 
@@ -51,7 +52,7 @@ N_VERTICES, DRAWS = (2, 2) if TINY else (4, 8)
 # `solver_sensitivity` decomposes every sample's games again with each solver (and `N_VERTICES` random optimal vertices: the optimal point minimising a random linear function), then computes IPS per sample for all orders and the bands of §4.3. `max_excess` is how far a solver's objective lies above the LP optimum (0 for the optimal ones); the `spread` rows are the per-sample max − min over solvers.
 
 # %%
-sens = solver_sensitivity(ds, n_vertices=N_VERTICES, tau=float(ds.attrs.get("tau", 0.1)))
+sens = solver_sensitivity(ds, n_vertices=N_VERTICES, tau=run_settings(ds).tau)
 table = solver_table(sens)
 table.round(3)
 
@@ -83,7 +84,7 @@ pw.label_synthetic(chart, ds)
 # `run_floor` decomposes each game and the same game plus Gaussian noise of σ (the measured mean change of $v$ when scoring in float16 or bfloat16, `PRECISION_SIGMA`), and computes IPS between the two as if they were two templates. `floor_test` then asks, per model and order band, whether template IPS exceeds that floor (paired sign-flip permutation test over samples, bootstrap CI of the difference, effect size $d_z$). A run made with `noise_floor = "bfloat16"` (such as the shipped run) also has the *measured* floor: every masked prompt scored again with the model in bfloat16, and the IPS between the two scorings.
 
 # %%
-per_sample = sample_ips(ds, float(ds.attrs.get("tau", 0.1)), orders=("all", "low", "mid", "high"))
+per_sample = sample_ips(ds, run_settings(ds).tau, orders=("all", "low", "mid", "high"))
 if "shot" in per_sample.dims:
     per_sample = per_sample.isel(shot=0)
 rows = []

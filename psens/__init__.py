@@ -33,17 +33,25 @@ from psens.interactions import (
 )
 from psens.ips import factors
 from psens.runner import run
+from psens.settings import DEFAULT_TAU, RunSettings, run_settings
 from psens.store import open_run
 
 # ``psens.factors`` (and its submodules) is the name the factor analyses had before they
 # moved under ``psens.ips``: both names are the same module objects.
 _sys.modules["psens.factors"] = factors
 _FACTOR_MODULES = ("compare", "consistency", "meta", "pairings", "perturbation")
-for _name in (*_FACTOR_MODULES, "representation", "stats", "threshold"):
+for _name in (*_FACTOR_MODULES, "representation", "threshold"):
     _sys.modules[f"psens.factors.{_name}"] = _importlib.import_module(f"psens.ips.factors.{_name}")
+# the statistics moved to psens.stats (shared by IPS, EAS and the noise floor): old names
+from psens import stats  # noqa: E402
+
+factors.stats = stats
+_sys.modules["psens.factors.stats"] = _sys.modules["psens.ips.factors.stats"] = stats
 
 __all__ = [
+    "DEFAULT_TAU",
     "RunConfig",
+    "RunSettings",
     "SolverSettings",
     "__version__",
     "and_or",
@@ -59,4 +67,5 @@ __all__ = [
     "prompts",
     "reconstruct",
     "run",
+    "run_settings",
 ]

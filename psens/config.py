@@ -51,10 +51,14 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.models.loading import DTYPE_NAMES  # the one table of dtype names
+from psens.settings import DEFAULT_SOLVER, DEFAULT_TAU
+
+if TYPE_CHECKING:
+    from psens.models.spec import ModelSpec
 
 __all__ = ["TEMPLATE_SETS", "RunConfig", "load_config"]
 
@@ -82,8 +86,8 @@ class RunConfig:
     templates: str | list[str] = "ips5"
     shots: list[int] | None = None
     n_vars: int = 10
-    tau: float = 0.1
-    solver: str | list[str] = "canonical"
+    tau: float = DEFAULT_TAU
+    solver: str | list[str] = DEFAULT_SOLVER
     solver_settings: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     device: str = "cpu"
@@ -142,10 +146,7 @@ class RunConfig:
         from psens.interactions import SolverSettings
 
         self._check_types()
-        for m in self.models:  # served-model entries: keys and types first
-            if _served(m):
-                _check_model(m)
-        names = self.model_names
+        names = self.model_names  # every entry checked and resolved (ModelSpec.from_entry)
         if len(set(names)) != len(names):
             fail(WHERE, "'models' lists a model twice", "Remove the duplicate")
         names = self.template_names
@@ -222,9 +223,6 @@ class RunConfig:
                 f"'mask_tokens' names models not in 'models': {sorted(unknown_overrides)}",
                 "Key the overrides by the names used in 'models'",
             )
-        for m in self.models:
-            if not _served(m):
-                _check_model(m)
 
     @property
     def solvers(self) -> list[str]:
@@ -288,11 +286,7 @@ class RunConfig:
             _check_unique(self.solver, "solver")
         elif not isinstance(self.solver, str):
             _wrong_type("solver", self.solver, 'a solver name or a list like ["canonical", "sgd"]')
-        if (
-            not isinstance(self.models, list | tuple)
-            or not self.models
-            or not all((isinstance(m, str) and m.strip()) or _served(m) for m in self.models)
-        ):
+        if not isinstance(self.models, list | tuple) or not self.models:
             fail(
                 WHERE,
                 f"'models' must be a non-empty list of names or served-model tables, got "
@@ -339,9 +333,25 @@ class RunConfig:
     # ----------------------------------------------------------------- identity
 
     @property
+    def model_specs(self) -> list[ModelSpec]:
+        """The ``models`` entries, each checked and resolved once
+        (:meth:`psens.models.spec.ModelSpec.from_entry`; recomputed only when ``models`` or
+        ``cache_dir`` change)."""
+        key = json.dumps([self.models, self.cache_dir], sort_keys=True, default=str)
+        cached = self.__dict__.get("_specs")
+        if cached is None or cached[0] != key:
+            from psens.models.spec import ModelSpec
+
+            if not isinstance(self.models, list | tuple):
+                self._check_types()
+            specs = [ModelSpec.from_entry(m, self.cache_dir, WHERE) for m in self.models]
+            self.__dict__["_specs"] = cached = (key, specs)
+        return list(cached[1])
+
+    @property
     def model_names(self) -> list[str]:
         """The models' names in the store (a served model's ``name``)."""
-        return [str(m["name"]) if _served(m) else m for m in self.models]
+        return [spec.name for spec in self.model_specs]
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -349,17 +359,13 @@ class RunConfig:
     def fingerprint(self) -> str:
         """Hash of everything that determines the stored numbers (not scheduler/store/device,
         nor where a served model is served: its endpoints, concurrency and timeouts)."""
-        from psens.models.served import IDENTITY_KEYS
-
         d = self.to_dict()
         for k in ("store", "scheduler", "cache_dir"):
             d.pop(k)
         d.pop("noise_floor")  # absent without a floor: older stores keep their hash
         if self.floor_dtype is not None:
             d["noise_floor"] = self.floor_dtype  # true and "bfloat16" are one run
-        d["models"] = [
-            {k: m[k] for k in IDENTITY_KEYS if k in m} if _served(m) else m for m in d["models"]
-        ]
+        d["models"] = [spec.identity() for spec in self.model_specs]
         text = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -417,40 +423,6 @@ def _check_scheduler(scheduler: str) -> None:
             WHERE,
             f"scheduler = {s!r} is not a scheduler address",
             "Use 'local:N' (N worker processes) or 'tcp://host:port'",
-        )
-
-
-def _served(entry: Any) -> bool:
-    return isinstance(entry, dict)
-
-
-def _check_model(name: str | dict[str, Any]) -> None:
-    """A model must be packaged, in the model table, a path, or a hub id (org/name); a
-    served model a valid entry whose tokenizer is one of those (no request is made)."""
-    from psens.models import lookup, resolve_source
-
-    if _served(name):
-        from psens.models.served import ServedModel
-
-        spec = ServedModel.from_entry(name, WHERE)
-        try:
-            resolve_source(spec.tokenizer)
-        except (ValueError, FileNotFoundError) as exc:
-            fail(
-                WHERE,
-                f"served model {spec.name!r}: unknown tokenizer {spec.tokenizer!r} ({exc})",
-                "Use a packaged name, a folder, a GGUF file or a hub id 'org/model'",
-            )
-        return
-    if lookup(name):
-        return
-    try:
-        resolve_source(name)
-    except (ValueError, FileNotFoundError) as exc:
-        fail(
-            WHERE,
-            f"unknown model {name!r} in 'models' ({exc})",
-            "Use a packaged name, a name of data/models.csv, a path or a hub id 'org/model'",
         )
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from psens.settings import run_settings
 from psens.store import DONE
 
 __all__ = ["report_chart", "template_text", "write_report"]
@@ -70,7 +71,7 @@ def _case(ds) -> dict:
     """What the case-study panel shows: model, sample, the two templates and the table."""
     from psens.ips import tables
 
-    tau = float(ds.attrs.get("tau", 0.1))
+    tau = run_settings(ds).tau
     model, sample = str(ds["model"].values[0]), str(ds["sample"].values[0])
     templates = tuple(str(t) for t in ds["template"].values[:2])
     table, info = tables.case_table(ds, model, sample, templates, tau=tau, top_k=8)
@@ -93,7 +94,7 @@ def report_chart(ds, *, case: dict | None = None):
     alt = altair()
 
     ds = _prepare(ds)
-    tau = float(ds.attrs.get("tau", 0.1))
+    tau = run_settings(ds).tau
     models = [str(m) for m in ds["model"].values]
     per_sample = tables.per_sample_ips(ds, tau)
     floor = noise_floor(ds, tau=tau)
@@ -150,7 +151,7 @@ def _explain(ds, case: dict, store_path: str | None) -> str:
     """The HTML between the summary and the charts: how to read each chart, the templates,
     the case-study item, what to do next. Every value from the data is escaped."""
     e = html.escape
-    tau = float(ds.attrs.get("tau", 0.1))
+    tau = run_settings(ds).tau
     ta, tb = case["templates"]
     rows = []
     for name in map(str, ds["template"].values):
@@ -255,7 +256,7 @@ def write_report(ds, path: str | os.PathLike, summary: str | None = None) -> Pat
         page = chart.to_html(inline=True, json_kwds={"cls": _ScriptSafeJSONEncoder})
     facts = {
         "dataset": ds.attrs.get("dataset"),
-        "τ": ds.attrs.get("tau"),
+        "τ": run_settings(ds).tau,
         "solver": _solvers_fact(ds),
         "samples": ds.sizes["sample"],
         "templates": ", ".join(map(str, ds["template"].values)),

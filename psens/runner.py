@@ -51,6 +51,8 @@ import numpy as np
 from psens import store
 from psens._validation import fail
 from psens.config import RunConfig
+from psens.models.spec import ModelSpec
+from psens.settings import run_settings
 
 __all__ = [
     "block_prompts",
@@ -189,11 +191,9 @@ class Plan:
 # ----------------------------------------------------------------------------- estimate
 
 
-def _model_scale(model: str) -> float:
+def _model_scale(spec: ModelSpec) -> float:
     """How much slower than the 135M reference a model is (~linear in its size, at least 1)."""
-    from psens.models import lookup
-
-    row = lookup(model) or {}
+    row = spec.table_row() or {}
     params = float(row.get("params") or REFERENCE_PARAMS)
     return max(1.0, params / REFERENCE_PARAMS)
 
@@ -214,8 +214,8 @@ def estimate(plan: Plan) -> dict[str, Any]:
     cfg = plan.cfg
     passes = plan.forward_passes()
     seconds = 0.0
-    for m in cfg.model_names:
-        scale = _model_scale(m)
+    for spec in cfg.model_specs:
+        scale = _model_scale(spec)
         share = passes / len(cfg.models)
         predictions = len(plan.items) * len(plan.shot_keys) * len(plan.templates)
         loads = LOAD_SECONDS * (2 if cfg.floor_dtype else 1)
@@ -246,7 +246,7 @@ def recalibrate(
     """
     m1, s1 = first
     rate = block_prompts(plan, s1) / max(seconds, 1e-9)
-    models = plan.cfg.model_names
+    models = plan.cfg.model_specs
     k1 = _model_scale(models[m1])
     left = sum(block_prompts(plan, s) * _model_scale(models[m]) / k1 for m, s in todo) / rate
     later = {m for m, _ in todo} - {m1}
@@ -412,40 +412,34 @@ def _failed_block(exc: BaseException) -> dict[str, Any]:
 _SCORERS: dict[tuple, Any] = {}
 
 
-def _scorer(cfg: RunConfig, model: str | dict, dtype: str | None = None):
-    """Load (once per process) the scorer of ``model`` with the run's settings (in
-    ``dtype`` instead of the run's: the noise floor's second scorer). A process keeps one
-    model in memory, or two when the second is that model's noise-floor copy. A served
-    model gives its :class:`psens.models.served.ServedScorer` (it has no dtype)."""
-    if isinstance(model, dict):
-        return _served_scorer(cfg, model)
-    dtype = cfg.dtype if dtype is None else dtype
+def _scorer(cfg: RunConfig, spec: ModelSpec, dtype: str | None = None):
+    """Load (once per process) the scorer of ``spec`` with the run's settings (in ``dtype``
+    instead of the run's: the noise floor's second scorer). A process keeps one model in
+    memory, or two when the second is that model's noise-floor copy. A served model gives
+    its :class:`psens.models.served.ServedScorer` (it has no dtype)."""
+    dtype = None if spec.is_served else (cfg.dtype if dtype is None else dtype)
     key = (
-        model,
+        json.dumps(spec.entry, sort_keys=True, default=str),
         cfg.device,
         dtype,
         cfg.batch_size,
         cfg.n_vars,
         cfg.seed,
-        cfg.mask_tokens.get(model),
+        cfg.mask_tokens.get(spec.name),
         cfg.cache_dir,
     )
     keep = (cfg.dtype, cfg.floor_dtype)  # one model, in up to two dtypes, per process
     for old in [k for k in _SCORERS if k[:2] + k[3:] != key[:2] + key[3:] or k[2] not in keep]:
         del _SCORERS[old]
     if key not in _SCORERS:
-        from psens import models
-
-        if cfg.threads is not None:
+        if cfg.threads is not None and not spec.is_served:
             import torch
 
             torch.set_num_threads(cfg.threads)
-        _SCORERS[key] = models.load(
-            model,  # a path is that path; a table name resolves to its hub id
+        _SCORERS[key] = spec.load_scorer(
             dtype=dtype,
             device=cfg.device,
-            mask_token=cfg.mask_tokens.get(model),
-            cache_dir=cfg.cache_dir,
+            mask_token=cfg.mask_tokens.get(spec.name),
             n_max=cfg.n_vars,
             seed=cfg.seed,
             batch_size=cfg.batch_size,
@@ -454,49 +448,22 @@ def _scorer(cfg: RunConfig, model: str | dict, dtype: str | None = None):
     return _SCORERS[key]
 
 
-def _scorers(cfg: RunConfig, model: str | dict) -> tuple[Any, Any]:
-    """The scorer of ``model`` and its noise-floor scorer (None without ``noise_floor``)."""
-    main = _scorer(cfg, model)
-    if isinstance(model, dict):  # a served model: the server's precision only
+def _scorers(cfg: RunConfig, spec: ModelSpec) -> tuple[Any, Any]:
+    """The scorer of ``spec`` and its noise-floor scorer (None without ``noise_floor``, and
+    for a served model: the server's precision only)."""
+    main = _scorer(cfg, spec)
+    if spec.is_served or not cfg.floor_dtype:
         return main, None
-    return main, (_scorer(cfg, model, cfg.floor_dtype) if cfg.floor_dtype else None)
+    return main, _scorer(cfg, spec, cfg.floor_dtype)
 
 
-def _served_scorer(cfg: RunConfig, entry: dict):
-    from psens.models.served import ServedScorer
-
-    key = ("served", json.dumps(entry, sort_keys=True), cfg.n_vars, cfg.seed, cfg.cache_dir)
-    key += (cfg.mask_tokens.get(entry["name"]),)
-    if key not in _SCORERS:
-        _SCORERS.clear()
-        _SCORERS[key] = ServedScorer(
-            entry,
-            mask_token=cfg.mask_tokens.get(entry["name"]),
-            cache_dir=cfg.cache_dir,
-            n_max=cfg.n_vars,
-            seed=cfg.seed,
-        )
-    return _SCORERS[key]
-
-
-def _served_fingerprint(entry: dict, cache_dir) -> dict[str, Any]:
-    """A served model's fingerprint: its tokenizer's files, the served model name and
-    where it was served (recorded; only the tokenizer files are compared on resume)."""
-    from psens.models.served import ServedModel, tokenizer_fingerprint
-
-    spec = ServedModel.from_entry(entry)
-    return {**tokenizer_fingerprint(spec.tokenizer, cache_dir), **spec.attrs()}
-
-
-def _check_served(cfg: RunConfig) -> None:
-    """Refuse a served model nobody answers at, or whose server gives no prompt
-    log-probabilities, before the store is created."""
-    from psens.models.served import ServedModel, check_reachable
-
-    for m in cfg.models:
-        if isinstance(m, dict):
-            check_reachable(ServedModel.from_entry(m))
-            _scorer(cfg, m).probe()
+def _check_models(cfg: RunConfig) -> None:
+    """Before the store is created: every local model can be found (a mistyped hub id is
+    refused), every served model is answered for and gives prompt log-probabilities."""
+    for spec in cfg.model_specs:
+        spec.check_available()
+        if spec.is_served:
+            _scorer(cfg, spec).probe()
 
 
 def _work_unit(
@@ -506,7 +473,7 @@ def _work_unit(
     the store's run id is no longer ``run_id``: the run was started over meanwhile)."""
     cfg = RunConfig.from_dict(cfg_dict)
     plan = Plan(cfg)
-    scorer, floor_scorer = _scorers(cfg, cfg.models[model_index])
+    scorer, floor_scorer = _scorers(cfg, cfg.model_specs[model_index])
     for s in samples:
         _run_block(scorer, plan, model_index, s, run_id, floor_scorer)
     return list(samples)
@@ -528,12 +495,11 @@ def _run_block(
 # ----------------------------------------------------------------------------- run
 
 
-def _model_meta(models: Sequence[str]) -> dict[str, list]:
-    from psens.models import lookup
-
+def _model_meta(specs: Sequence[ModelSpec]) -> dict[str, list]:
+    """The model table's columns ``store.MODEL_META`` of each model (None where unknown)."""
     meta: dict[str, list] = {k: [] for k in store.MODEL_META}
-    for m in models:
-        row = lookup(m) or {}
+    for spec in specs:
+        row = spec.table_row() or {}
         for k in store.MODEL_META:
             meta[k].append(row.get(k))
     return meta
@@ -574,7 +540,6 @@ def fingerprints(plan: Plan) -> dict[str, Any]:
         ``psens_version``.
     """
     from psens._version import __version__
-    from psens.models.loading import model_fingerprint
 
     cfg = plan.cfg
     shots = {str(k): [[it.id, _item_digests(it, ())] for it in plan.shots[k]] for k in plan.shots}
@@ -588,12 +553,7 @@ def fingerprints(plan: Plan) -> dict[str, Any]:
         },
         "shots": _digest(shots),
         "prompts": _digest([plan.prompts.ravel().tolist(), plan.targets]),
-        "models": {
-            name: _served_fingerprint(m, cfg.cache_dir)
-            if isinstance(m, dict)
-            else model_fingerprint(m, cfg.cache_dir)
-            for name, m in zip(cfg.model_names, cfg.models, strict=True)
-        },
+        "models": {spec.name: spec.fingerprint() for spec in cfg.model_specs},
         "solver": {
             k: (v if isinstance(v, int | float | str | bool) or v is None else str(v))
             for k, v in settings.items()
@@ -733,7 +693,7 @@ def _open_or_create(plan: Plan, overwrite: bool):
         targets=plan.targets,
         n_max=plan.n_max,
         shots=list(cfg.shots) if cfg.shots else None,
-        model_meta=_model_meta(cfg.model_names),
+        model_meta=_model_meta(cfg.model_specs),
         perturbation=perturb,
         attrs=attrs,
         noise_floor=cfg.floor_dtype,
@@ -793,7 +753,6 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
     _check_disk(Path(cfg.store), est["store_bytes"])
     _check_reachable(cfg.scheduler)
     _check_models(cfg)
-    _check_served(cfg)
     with store.lock(cfg.store, "psens run"):  # held until the last block is written
         resuming = Path(cfg.store).exists() and not overwrite
         ds = _open_or_create(plan, overwrite)
@@ -817,15 +776,6 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
     ds = store.open_run(cfg.store)
     say(summarize(ds, wall=time.perf_counter() - start))
     return ds
-
-
-def _check_models(cfg: RunConfig) -> None:
-    """Every model can be found (a mistyped hub id is refused before the store exists)."""
-    from psens.models.loading import check_available
-
-    for m in cfg.models:
-        if not isinstance(m, dict):  # served models: _check_served
-            check_available(m, cfg.cache_dir)
 
 
 def _recompute_damaged(path: str, run_id: str | None, say) -> None:
@@ -863,7 +813,7 @@ def _run_serial(
             if k == 0 or m != order[k - 1][0]:
                 bar.set_description(f"{cfg.model_names[m]} (loading)")
                 t0 = time.perf_counter()
-                scorer, floor_scorer = _scorers(cfg, cfg.models[m])
+                scorer, floor_scorer = _scorers(cfg, cfg.model_specs[m])
                 if k == 0:
                     load = time.perf_counter() - t0
                 bar.set_description(cfg.model_names[m])
@@ -938,7 +888,7 @@ def summarize(ds, wall: float | None = None) -> str:
     done = status == store.DONE
     # an unfinished block's prediction (e.g. of an interrupted attempt) is not counted
     ds = ds.assign(prediction=ds["prediction"].where(ds["status"] == store.DONE, ""))
-    per_sample = tables.per_sample_ips(ds, float(ds.attrs.get("tau", 0.1)))
+    per_sample = tables.per_sample_ips(ds, run_settings(ds).tau)
     consistency = tables.output_consistency(ds)
     lines = []
     for m, name in enumerate(ds["model"].values):

@@ -141,7 +141,7 @@ def test_the_names_users_type_keep_working():
     from psens.factors.stats import paired_test
 
     assert psens.factors is psens.ips.factors and few_shot is psens.ips.factors.few_shot
-    assert paired_test is psens.ips.factors.stats.paired_test
+    assert paired_test is psens.stats.paired_test
     assert callable(psens.run) and callable(psens.open_run) and callable(psens.ips.ips)
     assert callable(psens.pss.pss) and callable(psens.eas.instance_metrics)
     assert callable(psens.dbsa.dbsa)

@@ -353,7 +353,7 @@ def test_failed_retry_of_an_interrupted_block_holds_nan(assets, tmp_path, monkey
     ds = run(_config(assets, out), progress=False, quiet=True)
     # an attempt that wrote block 1's numbers and died before its status
     cfg = RunConfig.from_any(_config(assets, out))
-    block = real(_scorer(cfg, cfg.models[0]), Plan(cfg), 1)
+    block = real(_scorer(cfg, cfg.model_specs[0]), Plan(cfg), 1)
     store.write_block(out, 0, 1, {**block, "status": store.PENDING}, run_id=ds.attrs["run_id"])
     assert np.isfinite(store.open_run(out).v.values[0, 1, :, 0]).all()
 
@@ -648,7 +648,7 @@ def test_local_folder_named_like_a_table_model_is_loaded(assets, tmp_path, monke
     for name in ("llama-2-7b", "./Llama-2-7b-hf"):
         shutil.copytree(assets["model"], tmp_path / name, dirs_exist_ok=True)
         cfg = RunConfig.from_any(_config(assets, tmp_path / "r.zarr", models=[name]))
-        scorer = _scorer(cfg, name)
+        scorer = _scorer(cfg, cfg.model_specs[0])
         assert Path(scorer.info["source"]).resolve() == (tmp_path / name).resolve()
 
 
@@ -850,9 +850,10 @@ def test_noise_floor_config_estimate_and_scorers(assets, tmp_path):
     assert cfg(noise_floor=False).fingerprint() != cfg(noise_floor=True).fingerprint()
     assert cfg(noise_floor=False).floor_dtype is None
     # the two scorers of a model stay loaded together, and only they
-    main_scorer, floor_scorer = _scorers(cfg(noise_floor="half"), str(assets["model"]))
+    half = cfg(noise_floor="half")
+    main_scorer, floor_scorer = _scorers(half, half.model_specs[0])
     assert main_scorer.dtype == torch.float32 and floor_scorer.dtype == torch.float16
-    assert _scorers(cfg(), str(assets["model"]))[1] is None
+    assert _scorers(cfg(), cfg().model_specs[0])[1] is None
     assert len(psens.runner._SCORERS) == 1  # the float16 copy is gone
 
 

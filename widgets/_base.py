@@ -24,6 +24,7 @@ import traitlets
 from psens._charts import PICK, label_synthetic
 from psens._validation import check_in_interval, fail
 from psens.ips import select_solver, solver_names
+from psens.settings import DEFAULT_TAU, run_settings
 
 __all__ = [
     "EMBED_OPTIONS",
@@ -33,6 +34,19 @@ __all__ = [
     "enable_offline",
     "link_models",
 ]
+
+#: the trait names a widget may declare in ``_choices`` (validated by one handler)
+CHOICE_TRAITS = (
+    "model",
+    "model_a",
+    "model_b",
+    "sample",
+    "template",
+    "template_a",
+    "template_b",
+    "dataset",
+    "task",
+)
 
 #: SVG so charts are crisp and inspectable; the actions menu keeps only image export.
 EMBED_OPTIONS: dict[str, Any] = {
@@ -143,7 +157,43 @@ class BaseWidget(traitlets.HasTraits):
     #: trait -> the control value that stands for its None (a dropdown whose selected value
     #: is None shows a blank box, so "all pairs" is e.g. "all" on the control, None here)
     _control_none: ClassVar[dict[str, Any]] = {}
+    #: choice traits -> the attribute listing their options: the base validates them
+    #: (:meth:`_one_of`) and builds their dropdowns (:meth:`_dropdown`)
+    _choices: ClassVar[dict[str, str]] = {}
+    #: a value every choice trait takes besides its options (e.g. ``"all"``), or None
+    _choice_any: ClassVar[str | None] = None
+    #: what the error of a value outside its options says of it
+    _not_an_option: ClassVar[str] = "is not available"
     selected = traitlets.List(traitlets.Unicode(), help="values picked on the chart")
+
+    def _one_of(self, name: str, value: Any, options: Sequence[Any]) -> Any:
+        """``value`` when it is one of ``options`` (or ``_choice_any``), else a clear error."""
+        if self._choice_any is not None and value == self._choice_any:
+            return value
+        if value not in options:
+            also = f"{self._choice_any!r} or " if self._choice_any is not None else ""
+            fail(
+                type(self).__name__,
+                f"{name}={value!r} {self._not_an_option}",
+                f"Use {also}one of {list(options)[:8]}",
+            )
+        return value
+
+    @traitlets.validate(*CHOICE_TRAITS)
+    def _valid_choice(self, proposal):
+        name = proposal["trait"].name
+        if name not in self._choices:
+            return proposal["value"]
+        return self._one_of(name, proposal["value"], getattr(self, self._choices[name]))
+
+    def _dropdown(self, name: str, description: str | None = None) -> ipywidgets.Dropdown:
+        """The dropdown of choice trait ``name`` (its options, ``_choice_any`` first)."""
+        options = list(getattr(self, self._choices[name]))
+        if self._choice_any is not None:
+            options = [self._choice_any, *options]
+        return ipywidgets.Dropdown(
+            options=options, value=getattr(self, name), description=description or name
+        )
 
     def _build(self) -> None:
         self._callbacks: list[Callable[[list[str]], Any]] = []
@@ -260,7 +310,8 @@ class ChartWidget(BaseWidget):
 
     A run holding several solvers' interactions (a ``solver`` dim, config ``solver = [...]``)
     gets a ``solver`` dropdown (the ``solver`` trait; default: the first solver): ``ds`` is
-    the run at that solver (:func:`psens.ips.select_solver`).
+    the run at that solver (:func:`psens.ips.select_solver`). ``tau`` starts at the run's
+    own τ (:func:`psens.settings.run_settings`) unless one is given.
 
     Attributes
     ----------
@@ -276,8 +327,18 @@ class ChartWidget(BaseWidget):
     _clear_pick_on_redraw = True
     _common_state = ("solver",)
     selected = traitlets.List(traitlets.Unicode(), help="models picked on the chart")
-    tau = traitlets.Float(0.1, help="salience threshold on normalised interactions")
+    tau = traitlets.Float(DEFAULT_TAU, help="salience threshold on normalised interactions")
     solver = traitlets.Unicode(None, allow_none=True, help="whose interactions (solver dim)")
+
+    _not_an_option = "is not in the run"
+    #: choice traits of run widgets: models, samples and templates of the run
+    _choices: ClassVar[dict[str, str]] = {
+        "model": "model_names",
+        "sample": "samples",
+        "template": "templates",
+        "template_a": "templates",
+        "template_b": "templates",
+    }
 
     def __init__(self, ds, **state: Any) -> None:
         check_run(ds, type(self).__name__)
@@ -286,7 +347,16 @@ class ChartWidget(BaseWidget):
         self._selected_run: tuple[str | None, Any] | None = None
         if "solver" in ds.dims and state.get("solver") is None:
             state["solver"] = self.solver_names[0]
+        if state.get("tau") is None:  # the run's own τ (run_settings), not a default
+            state["tau"] = run_settings(ds).tau
         self.model_names: list[str] = [str(m) for m in ds["model"].values]
+        self.samples: list[str] = [str(s) for s in ds["sample"].values]
+        self.templates: list[str] = [str(t) for t in ds["template"].values]
+        for name in ("model", "sample", "template"):  # default: the run's first
+            if self.has_trait(name) and not state.get(name):
+                state[name] = getattr(self, self._choices[name])[0]
+        if self.has_trait("shot") and "shot" in ds.dims and state.get("shot") is None:
+            state["shot"] = int(ds["shot"].values[0])
         super().__init__(**state)
         self._build()
 
@@ -330,6 +400,13 @@ class ChartWidget(BaseWidget):
             readout_format=".2f",
             continuous_update=False,
         )
+
+    def _shot_control(self) -> dict[str, ipywidgets.Dropdown]:
+        """``{"shot": dropdown}`` for a run with a ``shot`` dim, else ``{}``."""
+        if "shot" not in self.ds.dims:
+            return {}
+        shots = [int(s) for s in self.ds["shot"].values]
+        return {"shot": ipywidgets.Dropdown(options=shots, value=self.shot, description="shots")}
 
     def _check_models(self, models: Sequence[str], where: str) -> list[str]:
         bad = [m for m in models if m not in self.model_names]

@@ -33,8 +33,9 @@ class CaseStudy(ChartWidget):
         Default: the first of each.
     template_a, template_b : str, optional
         Default: the first two templates.
-    tau : float, default 0.1
-        Salience threshold: only interactions salient under T or T̂ are ranked.
+    tau : float, optional
+        Salience threshold: only interactions salient under T or T̂ are ranked (default:
+        the run's own τ, :func:`psens.settings.run_settings`).
     top_k : int, default 10
         How many interactions to draw.
     shot : int, optional
@@ -61,32 +62,9 @@ class CaseStudy(ChartWidget):
         templates = [str(t) for t in ds["template"].values]
         if len(templates) < 2:
             fail("CaseStudy", "the run has one template", "Pass a run with two or more")
-        state.setdefault("model", str(ds["model"].values[0]))
-        state.setdefault("sample", str(ds["sample"].values[0]))
         state.setdefault("template_a", templates[0])
         state.setdefault("template_b", templates[1] if templates[0] != templates[1] else "")
-        if "shot" in ds.dims and state.get("shot") is None:
-            state["shot"] = int(ds["shot"].values[0])
-        self.samples = [str(s) for s in ds["sample"].values]
-        self.templates = templates
         super().__init__(ds, **state)
-
-    def _one_of(self, name: str, value: str, options: list[str]) -> str:
-        if value not in options:
-            fail("CaseStudy", f"{name}={value!r} is not in the run", f"Use one of {options[:8]}")
-        return value
-
-    @traitlets.validate("model")
-    def _valid_model(self, proposal):
-        return self._one_of("model", proposal["value"], self.model_names)
-
-    @traitlets.validate("sample")
-    def _valid_sample(self, proposal):
-        return self._one_of("sample", proposal["value"], self.samples)
-
-    @traitlets.validate("template_a", "template_b")
-    def _valid_template(self, proposal):
-        return self._one_of(proposal["trait"].name, proposal["value"], self.templates)
 
     @traitlets.validate("top_k")
     def _valid_top_k(self, proposal):
@@ -96,27 +74,16 @@ class CaseStudy(ChartWidget):
 
     def _controls(self) -> dict[str, ipywidgets.Widget]:
         out: dict[str, ipywidgets.Widget] = {
-            "model": ipywidgets.Dropdown(
-                options=self.model_names, value=self.model, description="model"
-            ),
-            "sample": ipywidgets.Dropdown(
-                options=self.samples, value=self.sample, description="sample"
-            ),
-            "template_a": ipywidgets.Dropdown(
-                options=self.templates, value=self.template_a, description="T"
-            ),
-            "template_b": ipywidgets.Dropdown(
-                options=self.templates, value=self.template_b, description="T̂"
-            ),
+            "model": self._dropdown("model"),
+            "sample": self._dropdown("sample"),
+            "template_a": self._dropdown("template_a", "T"),
+            "template_b": self._dropdown("template_b", "T̂"),
             "tau": self._tau_control(),
             "top_k": ipywidgets.IntSlider(
                 value=self.top_k, min=1, max=30, description="top k", continuous_update=False
             ),
         }
-        if "shot" in self.ds.dims:
-            shots = [int(s) for s in self.ds["shot"].values]
-            out["shot"] = ipywidgets.Dropdown(options=shots, value=self.shot, description="shots")
-        return out
+        return {**out, **self._shot_control()}
 
     def _compute(self) -> dict[str, Any]:
         if self.template_a == self.template_b:

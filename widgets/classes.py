@@ -36,7 +36,8 @@ class InteractionClasses(ChartWidget):
         A template pair: its index on the run's ``pair`` dim (``ds.template_a`` /
         ``ds.template_b``) or its name (``"ips1|ips2"``, ``"ips2-ips1"``; stored as the
         index); None pools all pairs (shown as "all pairs").
-    tau : float, default 0.1
+    tau : float, optional
+        Salience threshold (default: the run's own τ, :func:`psens.settings.run_settings`).
     order : {"all", "low", "mid", "high"}
         Restrict to interactions of one order band.
     models : list of str, optional
@@ -65,8 +66,6 @@ class InteractionClasses(ChartWidget):
     def __init__(self, ds, *, models: Sequence[str] | None = None, **state: Any) -> None:
         check_run(ds, type(self).__name__)
         names = [str(m) for m in ds["model"].values]
-        if "shot" in ds.dims and state.get("shot") is None:
-            state["shot"] = int(ds["shot"].values[0])
         super().__init__(ds, models=list(models) if models is not None else names, **state)
 
     @traitlets.validate("models")
@@ -110,10 +109,7 @@ class InteractionClasses(ChartWidget):
             ),
             "models": self._models_control(),
         }
-        if "shot" in self.ds.dims:
-            shots = [int(s) for s in self.ds["shot"].values]
-            out["shot"] = ipywidgets.Dropdown(options=shots, value=self.shot, description="shots")
-        return out
+        return {**out, **self._shot_control()}
 
     def _compute(self) -> dict[str, Any]:
         table = class_table(

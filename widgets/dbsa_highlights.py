@@ -10,7 +10,7 @@ statistic or distance is picked, cached), then the view: two highlighted texts
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import altair as alt
 import ipywidgets
@@ -85,6 +85,7 @@ class DBSAHighlights(BaseWidget):
     _clear_pick_on_redraw = True
     selected = traitlets.List(traitlets.Unicode(), help="tokens picked on the chart")
     _state = ("model_a", "model_b", "statistic", "metric", "value", "k", "top_only", "alpha")
+    _choices: ClassVar[dict[str, str]] = {"model_a": "model_names", "model_b": "model_names"}
 
     def __init__(self, results: Mapping[str, xr.Dataset], **state: Any) -> None:
         self.results = check_results(results, "DBSAHighlights")
@@ -137,14 +138,6 @@ class DBSAHighlights(BaseWidget):
         )
 
     # -- validation ----------------------------------------------------------------
-    def _one_of(self, name: str, value: Any, options: list) -> Any:
-        if value not in options:
-            fail("DBSAHighlights", f"{name}={value!r} is not available", f"Use one of {options}")
-        return value
-
-    @traitlets.validate("model_a", "model_b")
-    def _valid_model(self, proposal):
-        return self._one_of(proposal["trait"].name, proposal["value"], self.model_names)
 
     @traitlets.validate("statistic")
     def _valid_statistic(self, proposal):
@@ -172,12 +165,8 @@ class DBSAHighlights(BaseWidget):
     # -- state -> view ----------------------------------------------------------------
     def _controls(self) -> dict[str, ipywidgets.Widget]:
         return {
-            "model_a": ipywidgets.Dropdown(
-                options=self.model_names, value=self.model_a, description="model A"
-            ),
-            "model_b": ipywidgets.Dropdown(
-                options=self.model_names, value=self.model_b, description="model B"
-            ),
+            "model_a": self._dropdown("model_a", "model A"),
+            "model_b": self._dropdown("model_b", "model B"),
             "statistic": ipywidgets.Dropdown(
                 options=[(STATISTIC_LABELS[s], s) for s in self.statistics],
                 value=self.statistic,

@@ -12,8 +12,7 @@ shows its per-template heuristic and judge scores and the responses beside it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import altair as alt
 import ipywidgets
@@ -80,6 +79,12 @@ class EASZones(BaseWidget):
     scorer = traitlets.Enum(tuple(SCORERS), default_value="corrected")
     instance = traitlets.Unicode("")
     _state = ("dataset", "model", "task", "q", "pool", "scorer")
+    _choices: ClassVar[dict[str, str]] = {
+        "dataset": "datasets",
+        "model": "model_names",
+        "task": "tasks",
+    }
+    _choice_any = ALL
     _pick_field = "key"
 
     def __init__(
@@ -137,23 +142,6 @@ class EASZones(BaseWidget):
         return pd.DataFrame({"template_id": [], "heuristic": [], "judge": []})
 
     # -- validation ---------------------------------------------------------------------
-    def _one_of(self, name: str, value: str, options: Sequence[str]) -> str:
-        if value != ALL and value not in options:
-            fail("EASZones", f"{name}={value!r}", f"Use 'all' or one of {list(options)}")
-        return value
-
-    @traitlets.validate("dataset")
-    def _valid_dataset(self, proposal):
-        return self._one_of("dataset", proposal["value"], self.datasets)
-
-    @traitlets.validate("model")
-    def _valid_model(self, proposal):
-        return self._one_of("model", proposal["value"], self.model_names)
-
-    @traitlets.validate("task")
-    def _valid_task(self, proposal):
-        return self._one_of("task", proposal["value"], self.tasks)
-
     @traitlets.validate("q")
     def _valid_q(self, proposal):
         return check_in_interval(proposal["value"], "EASZones", "q", 0.0, 1.0)
@@ -168,17 +156,11 @@ class EASZones(BaseWidget):
     # -- state -> view --------------------------------------------------------------------
     def _controls(self) -> dict[str, ipywidgets.Widget]:
         out: dict[str, ipywidgets.Widget] = {
-            "dataset": ipywidgets.Dropdown(
-                options=[ALL, *self.datasets], value=self.dataset, description="dataset"
-            ),
-            "model": ipywidgets.Dropdown(
-                options=[ALL, *self.model_names], value=self.model, description="model"
-            ),
+            "dataset": self._dropdown("dataset"),
+            "model": self._dropdown("model"),
         }
         if self.tasks:
-            out["task"] = ipywidgets.Dropdown(
-                options=[ALL, *self.tasks], value=self.task, description="task"
-            )
+            out["task"] = self._dropdown("task")
         out["q"] = ipywidgets.FloatSlider(
             value=self.q,
             min=0.5,

@@ -46,7 +46,8 @@ class FactorCompare(ChartWidget):
         Values of ``by`` in group A and group B (defaults: B the paper's baseline, e.g.
         ``base`` / ``moe`` / 0 shots, A the other values).
     match : str, default "none"
-    tau : float, default 0.1
+    tau : float, optional
+        Salience threshold (default: the run's own τ, :func:`psens.settings.run_settings`).
     models : list of str, optional
 
     Examples

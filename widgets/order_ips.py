@@ -42,8 +42,9 @@ class OrderIPS(ChartWidget):
     ----------
     ds : xarray.Dataset
         A psens run or a slice of one.
-    tau : float, default 0.1
-        Salience threshold on normalised interactions.
+    tau : float, optional
+        Salience threshold on normalised interactions (default: the run's own τ,
+        :func:`psens.settings.run_settings`).
     models : list of str, optional
         Models to show (default: all).
     subset : str, default "all"
@@ -86,8 +87,6 @@ class OrderIPS(ChartWidget):
     def __init__(self, ds, *, models: Sequence[str] | None = None, **state: Any) -> None:
         check_run(ds, type(self).__name__)
         names = [str(m) for m in ds["model"].values]
-        if "shot" in ds.dims and state.get("shot") is None:
-            state["shot"] = int(ds["shot"].values[0])
         self._cache: dict[tuple, Any] = {}
         self._meta = model_meta(ds)
         if state.get("floor") is None:
@@ -128,10 +127,7 @@ class OrderIPS(ChartWidget):
             "models": self._models_control(),
             "floor": ipywidgets.Checkbox(value=self.floor, description="noise floor"),
         }
-        if "shot" in self.ds.dims:
-            shots = [int(s) for s in self.ds["shot"].values]
-            out["shot"] = ipywidgets.Dropdown(options=shots, value=self.shot, description="shots")
-        return out
+        return {**out, **self._shot_control()}
 
     def per_sample(self):
         """Per-sample IPS ``(model, sample, [shot,] order)`` at the current τ (cached)."""

@@ -10,7 +10,7 @@ import ipywidgets
 import pandas as pd
 import traitlets
 
-from psens._validation import check_in_interval, fail
+from psens._validation import check_in_interval
 from psens.ips.charts import sparsity_chart
 from psens.ips.tables import matching_curve, matching_error_table, sparsity_table
 
@@ -39,8 +39,9 @@ class Sparsity(ChartWidget):
         Models drawn in panels (a) and (c).
     fraction : float, default 0.05
         Fraction of the :math:`2(2^n-1)` interactions kept in panel (b).
-    tau : float, default 0.1
-        Drawn as the salience line in panel (a).
+    tau : float, optional
+        Salience threshold, drawn as the salience line in panel (a) (default: the run's
+        own τ, :func:`psens.settings.run_settings`).
     shot : int, optional
         For runs with a ``shot`` dim.
 
@@ -63,32 +64,8 @@ class Sparsity(ChartWidget):
     def __init__(self, ds, *, models: Sequence[str] | None = None, **state: Any) -> None:
         check_run(ds, type(self).__name__)
         names = [str(m) for m in ds["model"].values]
-        self.samples = [str(s) for s in ds["sample"].values]
-        self.templates = [str(t) for t in ds["template"].values]
-        state.setdefault("model", names[0])
-        state.setdefault("sample", self.samples[0])
-        state.setdefault("template", self.templates[0])
-        if "shot" in ds.dims and state.get("shot") is None:
-            state["shot"] = int(ds["shot"].values[0])
         self._errors: dict[tuple, pd.DataFrame] = {}
         super().__init__(ds, models=list(models) if models is not None else names[:8], **state)
-
-    def _one_of(self, name: str, value: str, options: list[str]) -> str:
-        if value not in options:
-            fail("Sparsity", f"{name}={value!r} is not in the run", f"Use one of {options[:8]}")
-        return value
-
-    @traitlets.validate("model")
-    def _valid_model(self, proposal):
-        return self._one_of("model", proposal["value"], self.model_names)
-
-    @traitlets.validate("sample")
-    def _valid_sample(self, proposal):
-        return self._one_of("sample", proposal["value"], self.samples)
-
-    @traitlets.validate("template")
-    def _valid_template(self, proposal):
-        return self._one_of("template", proposal["value"], self.templates)
 
     @traitlets.validate("models")
     def _valid_models(self, proposal):
@@ -101,15 +78,9 @@ class Sparsity(ChartWidget):
 
     def _controls(self) -> dict[str, ipywidgets.Widget]:
         out: dict[str, ipywidgets.Widget] = {
-            "model": ipywidgets.Dropdown(
-                options=self.model_names, value=self.model, description="model (b)"
-            ),
-            "sample": ipywidgets.Dropdown(
-                options=self.samples, value=self.sample, description="sample"
-            ),
-            "template": ipywidgets.Dropdown(
-                options=self.templates, value=self.template, description="template"
-            ),
+            "model": self._dropdown("model", "model (b)"),
+            "sample": self._dropdown("sample"),
+            "template": self._dropdown("template"),
             "fraction": ipywidgets.FloatSlider(
                 value=self.fraction,
                 min=0.01,
@@ -121,10 +92,7 @@ class Sparsity(ChartWidget):
             ),
             "models": self._models_control("models (a, c)"),
         }
-        if "shot" in self.ds.dims:
-            shots = [int(s) for s in self.ds["shot"].values]
-            out["shot"] = ipywidgets.Dropdown(options=shots, value=self.shot, description="shots")
-        return out
+        return {**out, **self._shot_control()}
 
     def _error_rows(self) -> pd.DataFrame:
         frames = []

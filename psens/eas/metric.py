@@ -49,6 +49,7 @@ import pandas as pd
 
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.eas.scoring import Compat, heuristic_scores
+from psens.stats import choice_bootstrap_means
 
 __all__ = [
     "DATASET_COLUMNS",
@@ -357,23 +358,6 @@ def instance_metrics(
 # --------------------------------------------------------------------------------------------
 
 
-def _bootstrap_means(vals: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """``n_boot`` means of resamples of ``vals`` with replacement.
-
-    The indices are drawn with ``rng.integers(0, n, size=(chunk, n))`` in chunks of at most
-    ~4M draws. ``Generator.choice(vals, n, replace=True)`` draws its indices from the same
-    bounded-integer stream, so this equals ``n_boot`` sequential ``rng.choice(...).mean()``
-    calls draw for draw (checked in the tests), without a Python loop over resamples.
-    """
-    n = vals.size
-    step = max(1, 4_000_000 // n)
-    parts = []
-    for start in range(0, n_boot, step):
-        idx = rng.integers(0, n, size=(min(step, n_boot - start), n))
-        parts.append(vals[idx].mean(axis=1))
-    return np.concatenate(parts)
-
-
 def bootstrap_ci(
     values: Any,
     *,
@@ -392,7 +376,7 @@ def bootstrap_ci(
     ``default_rng(seed)``. ``compat="eas"``: the published procedure — a fresh
     ``default_rng(42)``, ``n_boot`` sequential ``rng.choice(values, n, replace=True).mean()``
     calls on the values as given (drawn vectorised, draw for draw the same; see
-    :func:`_bootstrap_means`).
+    :func:`psens.stats.choice_bootstrap_means`).
     """
     _check_compat(compat, "bootstrap_ci")
     check_positive_int(n_boot, "bootstrap_ci", "n_boot")
@@ -406,7 +390,7 @@ def bootstrap_ci(
         rng = np.random.default_rng(seed)
     if vals.size == 0:
         return (np.nan, np.nan)
-    boot = _bootstrap_means(vals, n_boot, rng)
+    boot = choice_bootstrap_means(vals, n_boot, rng)
     return float(np.percentile(boot, lo_q)), float(np.percentile(boot, hi_q))
 
 

@@ -43,6 +43,7 @@ References
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -58,6 +59,8 @@ Method = Literal["canonical", "exact", "sgd"]
 Preset = Literal["paper", "paper-pq"]
 
 METHODS: tuple[str, ...] = ("canonical", "exact", "sgd")
+#: the solver of a run that names none (the least-norm optimum)
+DEFAULT_SOLVER: Method = "canonical"
 
 #: budgets per preset, from the group's LLM scripts (sjtu-xai-lab/interaction-sparsity,
 #: scripts/bash_interaction_LLM.sh and demo/sparsify_*_train.py): 20 000 iterations at
@@ -105,7 +108,7 @@ class SolverSettings:
         ``"sgd"`` only: run the published procedure (see :func:`and_or`).
     """
 
-    method: Method = "canonical"
+    method: Method = DEFAULT_SOLVER
     steps: int | None = None
     lr: float | None = None
     momentum: float = 0.9
@@ -156,6 +159,34 @@ class SolverSettings:
         """Plain ``{name: value}`` for zarr/netCDF attrs."""
         return {f"solver_{k}": v for k, v in dataclasses.asdict(self).items()}
 
+    @classmethod
+    def from_attrs(cls, attrs: Mapping[str, Any], method: str | None = None) -> SolverSettings:
+        """The settings :meth:`to_attrs` wrote (``solver_*`` keys; a store's ``""`` is None).
+
+        ``method`` overrides ``solver_method`` (default: the recorded one, else
+        :data:`DEFAULT_SOLVER`; of another solver's settings only ``qthres`` and ``tol``
+        carry over); fields a store does not hold keep their defaults.
+
+        Examples
+        --------
+        >>> s = SolverSettings(method="sgd", steps=500, lr=1e-3)
+        >>> SolverSettings.from_attrs(s.to_attrs()) == s
+        True
+        """
+        fields = {f.name for f in dataclasses.fields(cls)}
+        values = {}
+        for key, value in attrs.items():
+            name = key[len("solver_") :] if str(key).startswith("solver_") else None
+            if name in fields and value is not None and not (isinstance(value, str) and not value):
+                values[name] = value.item() if hasattr(value, "item") else value
+        if method is not None and method != values.get("method", method):
+            # another solver's settings: only what every solver takes carries over
+            values = {k: v for k, v in values.items() if k in ("qthres", "tol")}
+        if method is not None:
+            values["method"] = method
+        values.setdefault("method", DEFAULT_SOLVER)
+        return cls(**values)
+
 
 @dataclass
 class AndOrResult:
@@ -185,7 +216,7 @@ def _decompose(v: np.ndarray, gamma: np.ndarray, q: np.ndarray | None):
 
 def and_or(
     v,
-    method: Method = "canonical",
+    method: Method = DEFAULT_SOLVER,
     *,
     settings: SolverSettings | None = None,
     progress: bool = False,

@@ -40,6 +40,7 @@ from psens.ips.metric import (
     select_solver,
 )
 from psens.ips.pairs import resolve_pair
+from psens.settings import DEFAULT_TAU
 
 __all__ = ["PsensAccessor"]
 
@@ -148,7 +149,7 @@ class PsensAccessor:
 
     def to_frame(
         self,
-        tau: float = 0.1,
+        tau: float = DEFAULT_TAU,
         *,
         salient_only: bool = False,
         order: str | None = None,

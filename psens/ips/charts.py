@@ -32,6 +32,7 @@ from psens._charts import (
 )
 from psens.ips.metric import CLASSES, ORDER_LEVELS
 from psens.ips.tables import CLASS_LABELS
+from psens.settings import DEFAULT_TAU
 
 alt = altair()
 
@@ -235,7 +236,7 @@ def case_study_chart(
     table: pd.DataFrame,
     templates: tuple[str, str],
     *,
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     title: str = "",
     subtitle: Sequence[str] = (),
 ) -> alt.LayerChart:
@@ -371,7 +372,7 @@ def sparsity_chart(
     matching: pd.DataFrame,
     errors: pd.DataFrame,
     *,
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     fraction: float = 0.05,
     title: str = "",
 ) -> alt.HConcatChart:

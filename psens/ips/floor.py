@@ -44,6 +44,7 @@ import numpy as np
 
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.ips.metric import ORDER_LEVELS, ips, nanmean
+from psens.settings import DEFAULT_TAU, run_settings
 
 __all__ = [
     "PRECISION_SIGMA",
@@ -74,23 +75,12 @@ def _decompose(v: np.ndarray, solver: str, settings: dict | None):
     return and_or(v, solver, **(settings or {}))
 
 
-def _run_settings(attrs, solver: str) -> dict:
-    """The split settings a run recorded (``solver_*`` attrs) that ``and_or`` takes."""
-    keys = ("steps", "lr", "momentum", "qthres", "preset") if solver == "sgd" else ("qthres",)
-    out = {}
-    for k in keys:
-        value = attrs.get(f"solver_{k}")
-        if value not in (None, ""):
-            out[k] = value
-    return out
-
-
 def floor_between(
     v_a: Any,
     v_b: Any,
     *,
     solver: str = "canonical",
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     order: str | None = None,
     settings: dict | None = None,
 ) -> np.ndarray:
@@ -120,7 +110,7 @@ def floor_bands(
     *,
     orders: Sequence[str] = ORDER_LEVELS,
     solver: str = "canonical",
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     settings: dict | None = None,
 ) -> np.ndarray:
     """:func:`floor_between` for several order bands from one decomposition, ``[..., order]``.
@@ -145,7 +135,7 @@ def jitter_floor(
     *,
     draws: int = 1,
     solver: str = "canonical",
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     order: str | None = None,
     seed: int = 0,
     settings: dict | None = None,
@@ -175,11 +165,12 @@ def _check_orders(orders: Sequence[str] | str, where: str) -> list[str]:
 def _split(ds, solver: str | None, tau: float | None) -> tuple[str, dict | None, float]:
     """The AND-OR split and τ of a floor: the run's own (``solver_*``, ``tau`` attrs) unless
     given."""
+    run = run_settings(ds)
     settings = None
     if solver is None:  # the run's own split, with its settings
-        solver = str(ds.attrs.get("solver_method", "canonical"))
-        settings = _run_settings(ds.attrs, solver)
-    return solver, settings, float(ds.attrs.get("tau", 0.1)) if tau is None else float(tau)
+        solver = run.solver
+        settings = run.and_or_kwargs(solver)
+    return solver, settings, run.tau if tau is None else float(tau)
 
 
 def _by_games(ds, orders: list[str], floor_of, where: str):
@@ -386,7 +377,7 @@ def floor_test(
     import pandas as pd
     import xarray as xr
 
-    from psens.ips.factors.stats import paired_test
+    from psens.stats import paired_test
 
     fl = floor_values
     extra = [d for d in fl.dims if d not in ips_values.dims]

@@ -35,6 +35,7 @@ import numpy as np
 from psens._validation import check_game, check_in_interval, check_same_shape, fail
 from psens.interactions.transforms import reconstruct
 from psens.ips.pairs import pair_coords
+from psens.settings import DEFAULT_TAU, run_settings
 from psens.store import DONE, FAILED, PENDING
 
 __all__ = [
@@ -44,9 +45,11 @@ __all__ = [
     "aggregate",
     "block_status",
     "check_taus",
+    "class_masks",
     "class_shares",
     "interaction_classes",
     "ips",
+    "ips_term",
     "n_players",
     "nanmean",
     "normalize",
@@ -220,7 +223,7 @@ def normalize(I_and, I_or) -> tuple[np.ndarray, np.ndarray]:
         return norm(a), norm(o)
 
 
-def salient(I_and, I_or, tau: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+def salient(I_and, I_or, tau: float = DEFAULT_TAU) -> tuple[np.ndarray, np.ndarray]:
     r"""Salient-set masks :math:`|\tilde I| > \tau` for AND and OR (paper §4.1)."""
     _check_tau(tau, "salient")
     na, no = normalize(I_and, I_or)
@@ -276,9 +279,7 @@ def _dataset_tau(I_or, tau: float, where: str) -> float:
 def solver_names(ds) -> list[str]:
     """The AND-OR solvers whose interactions a run holds: its ``solver`` coordinate (a run
     with ``solver = [...]``), else its one solver (``solver_method`` attr)."""
-    if "solver" in getattr(ds, "dims", ()):
-        return [str(x) for x in ds["solver"].values]
-    return [str(getattr(ds, "attrs", {}).get("solver_method", "canonical"))]
+    return list(run_settings(ds).solvers)
 
 
 def select_solver(ds, solver: str | None = None):
@@ -331,8 +332,57 @@ def nanmean(x: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
 
 
+def ips_term(a, b) -> np.ndarray:
+    r"""The IPS term of one interaction under two templates (eq. 3's summand):
+    :math:`|a - b| \,/\, ((|a| + |b|)/2)`, in [0, 2] (NaN where both are 0).
+
+    ``a`` and ``b`` are normalised effects :math:`\tilde I_S(x|T)`,
+    :math:`\tilde I_S(x|\hat T)`. The one definition of the term: the dense
+    (:func:`ips_pairs`, :func:`sample_ips`) and the sparse path
+    (:func:`psens.ips.sparse.sparse_ips`) average it over the union of salient sets.
+
+    Examples
+    --------
+    >>> ips_term(np.array([0.5, 0.5, 0.2]), np.array([0.5, -0.5, 0.0])).tolist()
+    [0.0, 2.0, 2.0]
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.abs(a - b) / ((np.abs(a) + np.abs(b)) / 2)
+
+
+def class_masks(a, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""The stable/unstable class of each interaction under two templates (§3.3, fig. 3b):
+    ``(opposite, different, similar)`` boolean masks in the order of :data:`CLASSES`.
+
+    * opposite sign: one strictly positive, the other strictly negative;
+    * same sign, different effect: not opposite and :math:`|b|/|a| > 2` or :math:`< 0.5`
+      (one side exactly 0 included);
+    * same sign, similar: the rest.
+
+    The one definition of the rule (:func:`interaction_classes` and
+    :func:`psens.ips.sparse.sparse_classes` count these masks).
+
+    Examples
+    --------
+    >>> [m.tolist() for m in class_masks(np.array([0.4, 0.4, 0.4]), np.array([-0.1, 0.1, 0.3]))]
+    [[True, False, False], [False, True, False], [False, False, True]]
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        opposite = ((a > 0) & (b < 0)) | ((a < 0) & (b > 0))
+        ratio = np.abs(b) / np.abs(a)
+        different = ~opposite & ((ratio > 2) | (ratio < 0.5) | (a == 0) | (b == 0))
+    return opposite, different, ~opposite & ~different
+
+
 def ips_pairs(
-    I_and, I_or=None, tau: float = 0.1, order: Order | None = None, *, solver: str | None = None
+    I_and,
+    I_or=None,
+    tau: float = DEFAULT_TAU,
+    order: Order | None = None,
+    *,
+    solver: str | None = None,
 ):
     r"""IPS of every unordered template pair, ``[..., pair]`` (NaN: no salient interaction).
 
@@ -357,15 +407,20 @@ def ips_pairs(
     if I_or is None:
         fail("ips_pairs", "I_or is missing", "Pass ips_pairs(I_and, I_or) or ips_pairs(ds)")
     a, b, union = _paired(I_and, I_or, tau, order, "ips")
+    smape = ips_term(a, b)
     with np.errstate(invalid="ignore", divide="ignore"):
-        smape = np.abs(a - b) / ((np.abs(a) + np.abs(b)) / 2)
         cnt = union.sum(axis=-1)
         tot = np.where(union, smape, 0.0).sum(axis=-1)
         return np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
 
 
 def ips(
-    I_and, I_or=None, tau: float = 0.1, order: Order | None = None, *, solver: str | None = None
+    I_and,
+    I_or=None,
+    tau: float = DEFAULT_TAU,
+    order: Order | None = None,
+    *,
+    solver: str | None = None,
 ):
     r"""Interaction-based Prompt Sensitivity per sample (paper eq. 3), the mean over pairs.
 
@@ -458,7 +513,7 @@ def aggregate(values, dim: str | int = "sample"):
 def interaction_classes(
     I_and,
     I_or=None,
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     *,
     order: Order | None = None,
     predictions=None,
@@ -503,12 +558,7 @@ def interaction_classes(
     if I_or is None:
         fail("interaction_classes", "I_or is missing", "Pass (I_and, I_or) or a run Dataset")
     a, b, union = _paired(I_and, I_or, tau, order, "interaction_classes")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        opposite = ((a > 0) & (b < 0)) | ((a < 0) & (b > 0))
-        ratio = np.abs(b) / np.abs(a)
-        different = ~opposite & ((ratio > 2) | (ratio < 0.5) | (a == 0) | (b == 0))
-    similar = ~opposite & ~different
-    counts = np.stack([(c & union).sum(axis=-1) for c in (opposite, different, similar)], axis=-1)
+    counts = np.stack([(c & union).sum(axis=-1) for c in class_masks(a, b)], axis=-1)
     n_templates = np.shape(I_and)[-2]
     i, j = template_pairs(n_templates)
     out: dict[str, np.ndarray] = {"counts": counts, "pairs": np.stack([i, j], axis=-1)}
@@ -672,10 +722,8 @@ def _pair_block(
     size = I_and.shape[-1]
     i, j = template_pairs(I_and.shape[-2])
     i, j = i[pair_idx], j[pair_idx]
-    a, b = np.abs(x[..., i, :]), np.abs(x[..., j, :])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        term = np.abs(x[..., i, :] - x[..., j, :]) / ((a + b) / 2)
-        top = np.fmax(a, b)
+    term = ips_term(x[..., i, :], x[..., j, :])
+    top = np.fmax(np.abs(x[..., i, :]), np.abs(x[..., j, :]))
     finite = np.isfinite(top) & (top > 0)
     n = n_players(I_and)[..., 0]  # a sample's n is the same for all its templates
     n_tau = taus.size
@@ -707,7 +755,7 @@ def pair_labels(templates: Sequence[str]) -> list[str]:
 
 def sample_ips(
     ds,
-    tau: float | Sequence[float] = 0.1,
+    tau: float | Sequence[float] = DEFAULT_TAU,
     *,
     orders: Sequence[str] | str = ORDER_LEVELS,
     templates: Sequence[str] | None = None,

@@ -51,6 +51,7 @@ import numpy as np
 from psens._validation import check_game, check_in_interval, check_positive_int, fail
 from psens.interactions import and_or, l1_objective, optimal_vertices
 from psens.ips.metric import ORDER_LEVELS, ips, n_players
+from psens.settings import DEFAULT_TAU
 
 __all__ = ["LP_SOLVERS", "SOLVERS", "solver_sensitivity", "solver_table"]
 
@@ -141,7 +142,7 @@ def solver_sensitivity(
     *,
     solvers: Sequence[str] | str = DEFAULT_SOLVERS,
     n_vertices: int = 4,
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     seed: int = 0,
     models: Sequence[str] | None = None,
     progress: bool = True,

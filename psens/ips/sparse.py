@@ -72,7 +72,16 @@ from psens.interactions.sparse import (
     recover,
     restricted_and_or,
 )
-from psens.ips.metric import CLASSES, ORDER_LEVELS, _check_tau, nanmean, order_band
+from psens.ips.metric import (
+    CLASSES,
+    ORDER_LEVELS,
+    _check_tau,
+    class_masks,
+    ips_term,
+    nanmean,
+    order_band,
+)
+from psens.settings import DEFAULT_TAU
 
 __all__ = [
     "SparseSample",
@@ -184,7 +193,7 @@ def _check_order(order, where: str) -> str | None:
     return order
 
 
-def sparse_ips_pairs(games: Sequence[Game], tau: float = 0.1, order: str | None = None):
+def sparse_ips_pairs(games: Sequence[Game], tau: float = DEFAULT_TAU, order: str | None = None):
     r"""IPS of every unordered template pair (NaN: no salient interaction), in
     :func:`psens.ips.template_pairs` order.
 
@@ -202,15 +211,11 @@ def sparse_ips_pairs(games: Sequence[Game], tau: float = 0.1, order: str | None 
     for i in range(len(games)):
         for j in range(i + 1, len(games)):
             a, b = _pair_terms(games[i], games[j], n, tau, order)
-            if a.size == 0:
-                out.append(np.nan)
-                continue
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out.append(float(np.mean(np.abs(a - b) / ((np.abs(a) + np.abs(b)) / 2))))
+            out.append(float(np.mean(ips_term(a, b))) if a.size else np.nan)
     return np.asarray(out)
 
 
-def sparse_ips(games: Sequence[Game], tau: float = 0.1, order: str | None = None) -> float:
+def sparse_ips(games: Sequence[Game], tau: float = DEFAULT_TAU, order: str | None = None) -> float:
     """IPS of one sample (eq. 3) from sparse interactions: the mean over template pairs.
 
     ``games`` holds one game per template (:class:`SparseInteractions` AND-only, or
@@ -227,7 +232,9 @@ def sparse_ips(games: Sequence[Game], tau: float = 0.1, order: str | None = None
     return float(nanmean(sparse_ips_pairs(games, tau, order)))
 
 
-def sparse_classes(games: Sequence[Game], tau: float = 0.1, order: str | None = None) -> np.ndarray:
+def sparse_classes(
+    games: Sequence[Game], tau: float = DEFAULT_TAU, order: str | None = None
+) -> np.ndarray:
     """Counts ``[pair, 3]`` of the classes of :data:`psens.ips.CLASSES` (fig. 3b) over the
     union of both salient sets, as :func:`psens.ips.interaction_classes`."""
     where = "sparse_classes"
@@ -238,12 +245,7 @@ def sparse_classes(games: Sequence[Game], tau: float = 0.1, order: str | None = 
     for i in range(len(games)):
         for j in range(i + 1, len(games)):
             a, b = _pair_terms(games[i], games[j], n, tau, order)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                opposite = ((a > 0) & (b < 0)) | ((a < 0) & (b > 0))
-                ratio = np.abs(b) / np.abs(a)
-                different = ~opposite & ((ratio > 2) | (ratio < 0.5) | (a == 0) | (b == 0))
-            similar = ~opposite & ~different
-            rows.append([int(opposite.sum()), int(different.sum()), int(similar.sum())])
+            rows.append([int(mask.sum()) for mask in class_masks(a, b)])
     return np.asarray(rows, dtype=np.int64).reshape(-1, len(CLASSES))
 
 
@@ -405,11 +407,11 @@ class SparseSample:
     def n(self) -> int:
         return len(self.words)
 
-    def ips(self, tau: float = 0.1, order: str | None = None) -> float:
+    def ips(self, tau: float = DEFAULT_TAU, order: str | None = None) -> float:
         """:func:`sparse_ips` over the templates."""
         return sparse_ips([self.games[t] for t in self.templates], tau, order)
 
-    def ips_by_order(self, tau: float = 0.1) -> dict[str, float]:
+    def ips_by_order(self, tau: float = DEFAULT_TAU) -> dict[str, float]:
         """IPS overall and per order band (``all``, ``low``, ``mid``, ``high``)."""
         return {o: self.ips(tau, None if o == "all" else o) for o in ORDER_LEVELS}
 

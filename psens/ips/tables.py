@@ -4,7 +4,7 @@ Everything here is UI-free and deterministic: each function takes a run Dataset 
 slice of one, see :mod:`psens.store` for the schema) and returns a
 :class:`pandas.DataFrame` in long form, ready for one altair chart. The metrics come from
 :mod:`psens.ips` (per-sample IPS from the one run engine :func:`psens.ips.sample_ips`, via
-:func:`per_sample_ips`) and the bootstrap CIs from :mod:`psens.ips.factors.stats` (seeded);
+:func:`per_sample_ips`) and the bootstrap CIs from :mod:`psens.stats` (seeded);
 this module only slices, averages, labels and loops over models where a metric needs whole
 games (so a large run is never loaded whole).
 
@@ -33,7 +33,6 @@ import pandas as pd
 from psens._charts import mark_synthetic
 from psens._validation import fail
 from psens.interactions import reconstruct
-from psens.ips.factors.stats import bootstrap_means, percentile_ci, resample_counts
 from psens.ips.metric import (
     CLASSES,
     ORDER_LEVELS,
@@ -46,6 +45,8 @@ from psens.ips.metric import (
     select_solver,
     sparsity_curve,
 )
+from psens.settings import DEFAULT_TAU
+from psens.stats import bootstrap_means, percentile_ci, resample_counts
 from psens.store import DONE
 
 __all__ = [
@@ -201,7 +202,7 @@ def _blank_unfinished(ds, model: int, values: np.ndarray) -> np.ndarray:
     return np.where(rows, np.nan, values)
 
 
-def per_sample_ips(ds, tau: float = 0.1, *, solver: str | None = None):
+def per_sample_ips(ds, tau: float = DEFAULT_TAU, *, solver: str | None = None):
     """Per-sample IPS of every model for each order of :data:`ORDER_LEVELS`.
 
     Returns a DataArray ``(model, sample, [shot,] order)``; NaN where a sample has no
@@ -223,7 +224,7 @@ def _bootstrap_ci(
     seed: Any,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap CI over samples (the last axis of ``values``) of ``fn`` applied
-    to the NaN-skipping means over samples (:mod:`psens.ips.factors.stats`: one matrix of
+    to the NaN-skipping means over samples (:mod:`psens.stats`: one matrix of
     resample counts, so every figure of a table is resampled on the same samples).
 
     ``fn`` maps means ``[..., *values.shape[1:-1]]`` to figures ``[..., *out]``, the
@@ -265,7 +266,7 @@ def order_ips_table(
         against it (:func:`psens.ips.floor.floor_test`): ``diff, diff_lo, diff_hi,
         effect_size, p_value, exceeds``, ``n_paired`` (its ``n``) and ``floor_kind``.
     n_boot, ci, seed
-        Bootstrap resamples, CI level and seed (:mod:`psens.ips.factors.stats`).
+        Bootstrap resamples, CI level and seed (:mod:`psens.stats`).
 
     Returns
     -------
@@ -327,7 +328,7 @@ def class_table(
     ds,
     models: Sequence[str],
     *,
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     pair: int | None = None,
     order: str | None = None,
     shot: int | None = None,
@@ -399,7 +400,7 @@ def case_table(
     sample: str,
     templates: tuple[str, str],
     *,
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     top_k: int = 10,
     shot: int | None = None,
     solver: str | None = None,
@@ -513,7 +514,7 @@ def factor_table(
     shot : int, optional
         Shot count of a run with a ``shot`` dim when ``by`` is model metadata.
     n_boot, ci, seed
-        Bootstrap resamples, CI level and seed (:mod:`psens.ips.factors.stats`): every
+        Bootstrap resamples, CI level and seed (:mod:`psens.stats`): every
         figure is recomputed on the same resamples of the samples.
 
     Returns

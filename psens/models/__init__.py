@@ -49,6 +49,7 @@ def load(
     mask_token: str | int | None = None,
     cache_dir: str | os.PathLike | None = None,
     verbose: bool = False,
+    source: dict | None = None,
     **scorer_options,
 ) -> Scorer:
     """Load a causal LM and wrap it in a :class:`Scorer`.
@@ -74,6 +75,9 @@ def load(
         Where GGUF models are converted to float safetensors (default
         ``$PSENS_CACHE/models`` or ``~/.cache/psens/models``), one folder per GGUF file
         content.
+    source : dict, optional
+        :func:`resolve_source` of ``name_or_path`` when the caller has resolved it already
+        (:class:`psens.models.spec.ModelSpec`).
     **scorer_options
         Passed to :class:`Scorer` (``n_max``, ``seed``, ``one_token_per_word``,
         ``batch_size``, ``progress``, ``open_tokens``, ``open_reduce``).
@@ -84,7 +88,7 @@ def load(
     """
     from psens.models.loading import load_model_and_tokenizer
 
-    src = resolve_source(name_or_path, cache_dir)
+    src = source or resolve_source(name_or_path, cache_dir)
     row = lookup(src["name"]) or lookup(str(name_or_path))
     table_name = row["name"] if row else src["name"]
     chosen: list[MaskToken] = []
@@ -99,6 +103,7 @@ def load(
         cache_dir=cache_dir,
         verbose=verbose,
         check_tokenizer=check,
+        source=src,
     )
     if row:
         info.update({f"table_{k}": v for k, v in row.items()})

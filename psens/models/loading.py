@@ -190,7 +190,9 @@ def _hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "0").strip().lower() in ("1", "true", "yes", "on")
 
 
-def check_available(name_or_path: str | os.PathLike, cache_dir=None, timeout: float = 10.0) -> None:
+def check_available(
+    name_or_path: str | os.PathLike, cache_dir=None, timeout: float = 10.0, *, source=None
+) -> None:
     """Refuse, before any work, a model that cannot be loaded.
 
     A path, an installed packaged model or a hub model with a local copy passes at once
@@ -205,7 +207,7 @@ def check_available(name_or_path: str | os.PathLike, cache_dir=None, timeout: fl
         Naming the model, what is wrong and the fix.
     """
     where = "psens run"
-    src = resolve_source(name_or_path, cache_dir)
+    src = source or resolve_source(name_or_path, cache_dir)
     if src["kind"] == "gguf" and src["path"] is None:  # a packaged model: is it installed?
         info = PACKAGED_MODELS[src["name"]]
         if package_folder(info["module"]) is None:
@@ -346,15 +348,18 @@ def _folder_files(folder: Path) -> list[Path]:
     return files + index + weights
 
 
-def model_fingerprint(name_or_path: str | os.PathLike, cache_dir=None) -> dict[str, Any]:
+def model_fingerprint(
+    name_or_path: str | os.PathLike, cache_dir=None, *, source=None
+) -> dict[str, Any]:
     """What a model's numbers depend on, without loading it.
 
     Returns ``{"kind", "source", "files"}``: ``files`` maps each file read (a folder's
     config, tokenizer and weight files; the GGUF file of a GGUF or packaged model) to its
     :func:`file_digest`. A hub model gives the ``revision`` (commit) of its local copy
-    instead (None when it is not downloaded yet).
+    instead (None when it is not downloaded yet). ``source``: the model's
+    :func:`resolve_source`, when the caller has it (:class:`psens.models.spec.ModelSpec`).
     """
-    src = resolve_source(name_or_path, cache_dir)
+    src = source or resolve_source(name_or_path, cache_dir)
     if src["kind"] == "hub":
         revision = None
         try:
@@ -513,6 +518,7 @@ def load_model_and_tokenizer(
     cache_dir=None,
     verbose: bool = False,
     check_tokenizer=None,
+    source=None,
 ):
     """Load ``(model, tokenizer, info)``; GGUF models go through the float cache.
 
@@ -523,7 +529,7 @@ def load_model_and_tokenizer(
 
     device = _check_device(device)
     tdtype = _torch_dtype(dtype)
-    src = resolve_source(name_or_path, cache_dir)
+    src = source or resolve_source(name_or_path, cache_dir)
     t0 = time.perf_counter()
     if src["kind"] == "gguf":
         if src["path"] is None:  # packaged: the entry is named after the short name

@@ -98,7 +98,7 @@ from psens._validation import check_positive_int, fail
 from psens.datasets import Item
 from psens.models.scorer import Prediction, Scorer, _log_odds
 
-__all__ = ["MODES", "ServedError", "ServedModel", "ServedScorer", "is_served", "load_tokenizer"]
+__all__ = ["MODES", "ServedError", "ServedModel", "ServedScorer", "load_tokenizer"]
 
 WHERE = "psens served model"
 #: The ways of asking a server for log-probabilities, in the order they are probed.
@@ -129,11 +129,6 @@ NATIVE_TOP_K = 1000
 
 class ServedError(RuntimeError):
     """A request to a served model failed (after its retries) or gave an unusable reply."""
-
-
-def is_served(entry: Any) -> bool:
-    """Whether a ``models`` entry is a served model (a mapping) rather than a name."""
-    return isinstance(entry, Mapping)
 
 
 @dataclass(frozen=True)
@@ -285,15 +280,6 @@ def load_tokenizer(name_or_path: str, cache_dir=None):
             return AutoTokenizer.from_pretrained(folder), src
         return AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name), src
     return AutoTokenizer.from_pretrained(str(src["path"])), src
-
-
-def tokenizer_fingerprint(name_or_path: str, cache_dir=None) -> dict[str, Any]:
-    """The model fingerprint of a served model: its tokenizer's files (the weights are the
-    server's; their identity is the server's business)."""
-    from psens.models.loading import model_fingerprint
-
-    fp = model_fingerprint(name_or_path, cache_dir)
-    return {**fp, "kind": "served"}
 
 
 # ----------------------------------------------------------------------------- requests

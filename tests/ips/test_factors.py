@@ -21,7 +21,7 @@ import psens.factors as F
 from psens import ips as ips_mod
 from psens.ips import tables
 from psens.ips.factors import pairings
-from psens.ips.factors.stats import paired_test, rank_agreement
+from psens.stats import paired_test, rank_agreement
 from psens.store import DONE, build
 from psens.synthetic import synthetic_run
 

@@ -419,7 +419,8 @@ def test_failed_requests_make_failed_blocks(tiny, server, tmp_path):
     from psens.runner import _SCORERS
 
     _SCORERS.clear()
-    scorer = psens.runner._scorer(psens.config.RunConfig.from_dict(cfg), entry)
+    run_cfg = psens.config.RunConfig.from_dict(cfg)
+    scorer = psens.runner._scorer(run_cfg, run_cfg.model_specs[0])
     scorer.probe()
     srv.fail_left = 10**6
     ds = psens.run(cfg, progress=False, quiet=True)

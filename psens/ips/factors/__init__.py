@@ -19,7 +19,7 @@ xarray objects); charts are in :mod:`psens.ips.factors.charts`.
 * representation metrics (H, table 6): :func:`representation_metrics`,
   :func:`representation_table`.
 
-Uncertainty (:mod:`psens.factors.stats`): percentile bootstrap over samples for every
+Uncertainty (:mod:`psens.stats`): percentile bootstrap over samples for every
 IPS figure, and a seeded paired sign-flip permutation test for every A-vs-B difference.
 
 References
@@ -48,7 +48,6 @@ from psens.ips.factors.meta import attach_metadata, model_frame, select_models
 from psens.ips.factors.pairings import paper_pairings
 from psens.ips.factors.perturbation import ips_by_perturbation, pair_kinds, perturbation_tables
 from psens.ips.factors.representation import representation_metrics, representation_table
-from psens.ips.factors.stats import paired_test, rank_agreement
 from psens.ips.factors.threshold import (
     PAPER_TAUS,
     TABLE3_TAUS,
@@ -58,6 +57,7 @@ from psens.ips.factors.threshold import (
     threshold_table,
 )
 from psens.ips.metric import ORDER_LEVELS, sample_ips
+from psens.stats import paired_test, rank_agreement
 from psens.synthetic import paper_models, paper_run
 
 __all__ = [

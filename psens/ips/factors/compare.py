@@ -22,7 +22,7 @@ the paired ΔIPS by order is ``summary`` / ``pairs`` without the ``"all"`` rows.
 (IPS of two groups of models and ΔIPS by order, with bootstrap CIs) is
 :func:`psens.ips.tables.factor_table` drawn by :func:`psens.ips.charts.factor_chart`.
 
-Uncertainty methods are those of :mod:`psens.factors.stats` (percentile bootstrap over
+Uncertainty methods are those of :mod:`psens.stats` (percentile bootstrap over
 samples with one resample-count matrix per call; paired sign-flip permutation test; both
 seeded). A is the unit *with* the factor: instruct/chat, dense, the larger model, few-shot.
 
@@ -47,14 +47,15 @@ from psens._charts import is_synthetic
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.ips.factors import pairings as P
 from psens.ips.factors.meta import META_COLUMNS, TUNED_KINDS, model_frame
-from psens.ips.factors.stats import (
+from psens.ips.metric import ORDER_LEVELS, sample_ips
+from psens.settings import DEFAULT_TAU
+from psens.stats import (
     _paired_core,
     bootstrap_means,
     percentile_ci,
     resample_counts,
     sign_flips,
 )
-from psens.ips.metric import ORDER_LEVELS, sample_ips
 
 __all__ = [
     "FactorResult",
@@ -256,7 +257,7 @@ def compare_models(
     extra_groups: Mapping[str, Sequence[int]] | None = None,
     shot: int | None = None,
     templates: Sequence[str] | None = None,
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     orders: Sequence[str] = ORDER_LEVELS,
     n_boot: int = 1000,
     n_perm: int = 2000,
@@ -279,7 +280,7 @@ def compare_models(
     tau, orders
         Salience threshold and order bands (:func:`psens.factors.sample_ips`).
     n_boot, n_perm, ci, seed
-        Bootstrap resamples, permutations, CI level and seed (:mod:`psens.factors.stats`).
+        Bootstrap resamples, permutations, CI level and seed (:mod:`psens.stats`).
 
     Returns
     -------
@@ -594,7 +595,7 @@ def few_shot(
     models: Sequence[str] | None = None,
     *,
     templates: Sequence[str] | None = P.FEW_SHOT_TEMPLATES,
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     orders: Sequence[str] = ORDER_LEVELS,
     n_boot: int = 1000,
     n_perm: int = 2000,

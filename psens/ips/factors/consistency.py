@@ -27,8 +27,9 @@ import numpy as np
 from psens._charts import mark_synthetic
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.ips.factors.meta import model_frame
-from psens.ips.factors.stats import bootstrap_means, percentile_ci, rankdata, resample_counts
 from psens.ips.metric import sample_ips
+from psens.settings import DEFAULT_TAU
+from psens.stats import bootstrap_means, percentile_ci, rankdata, resample_counts
 
 __all__ = ["consistency_correlation", "ips_vs_consistency", "sample_consistency"]
 
@@ -67,7 +68,7 @@ def sample_consistency(ds, *, shot: int | None = None, templates: Sequence[str] 
 def ips_vs_consistency(
     ds,
     *,
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     shot: int | None = None,
     templates: Sequence[str] | None = None,
     n_boot: int = 1000,

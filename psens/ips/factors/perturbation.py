@@ -30,14 +30,15 @@ import numpy as np
 from psens._charts import mark_synthetic
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.ips.factors.meta import model_frame
-from psens.ips.factors.stats import (
+from psens.ips.metric import pair_labels, sample_ips
+from psens.settings import DEFAULT_TAU
+from psens.stats import (
     _paired_core,
     bootstrap_means,
     percentile_ci,
     resample_counts,
     sign_flips,
 )
-from psens.ips.metric import pair_labels, sample_ips
 
 __all__ = ["ips_by_perturbation", "pair_kinds", "perturbation_tables"]
 
@@ -105,7 +106,7 @@ def ips_by_perturbation(
     *,
     kinds: tuple[str, str] = ("altering", "adding"),
     pair_kind: Any = None,
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     shot: int | None = None,
     n_boot: int = 1000,
     n_perm: int = 2000,
@@ -127,7 +128,7 @@ def ips_by_perturbation(
     pandas.DataFrame
         One row per model: ``ips_<kind>`` with bootstrap CIs, ``n_pairs_<kind>``,
         ``difference`` with CI and the paired sign-flip ``p_value`` (over samples, as in
-        :mod:`psens.factors.stats`), ``more_sensitive_to``, and the model metadata.
+        :mod:`psens.stats`), ``more_sensitive_to``, and the model metadata.
 
     Raises
     ------

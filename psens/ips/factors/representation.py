@@ -22,14 +22,15 @@ import numpy as np
 from psens._charts import mark_synthetic
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.ips.factors.meta import model_frame
-from psens.ips.factors.stats import (
+from psens.ips.metric import sample_ips
+from psens.settings import DEFAULT_TAU
+from psens.stats import (
     _paired_core,
     bootstrap_means,
     percentile_ci,
     resample_counts,
     sign_flips,
 )
-from psens.ips.metric import sample_ips
 
 __all__ = ["representation_metrics", "representation_table"]
 
@@ -61,7 +62,7 @@ def _per_sample(ds, tau: float):
 
 
 def representation_metrics(
-    ds, *, tau: float = 0.1, n_boot: int = 1000, ci: float = 0.95, seed: Any = 0
+    ds, *, tau: float = DEFAULT_TAU, n_boot: int = 1000, ci: float = 0.95, seed: Any = 0
 ):
     """Per-model cosine similarity (↑ stable), L2 distance (↓ stable) and IPS (↓ stable).
 
@@ -92,7 +93,7 @@ def representation_table(
     ds,
     pairs: Any = None,
     *,
-    tau: float = 0.1,
+    tau: float = DEFAULT_TAU,
     n_boot: int = 1000,
     n_perm: int = 2000,
     ci: float = 0.95,

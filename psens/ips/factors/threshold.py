@@ -25,8 +25,8 @@ import numpy as np
 
 from psens._charts import mark_synthetic
 from psens._validation import check_positive_int, fail
-from psens.ips.factors.stats import bootstrap_means, percentile_ci, rank_agreement, resample_counts
 from psens.ips.metric import check_taus, sample_ips
+from psens.stats import bootstrap_means, percentile_ci, rank_agreement, resample_counts
 
 __all__ = [
     "PAPER_TAUS",

@@ -1,6 +1,8 @@
-r"""Uncertainty and agreement statistics for the factor analyses (vectorised, seeded).
+r"""Uncertainty and agreement statistics shared by the methods (vectorised, seeded).
 
-Methods (stated once here, referred to by every comparison):
+The IPS tables and factor analyses, the noise-floor test and EAS draw their bootstrap
+resamples and paired tests here. Methods (stated once here, referred to by every
+comparison):
 
 * **Bootstrap CI of an IPS figure** (the mean over samples of per-sample IPS, NaN skipped):
   percentile bootstrap over samples. One matrix of multinomial resample counts
@@ -15,6 +17,9 @@ Methods (stated once here, referred to by every comparison):
   paper's mean ΔIPS) is tested with the same flips applied to all pairs of a sample.
 * **CI of a difference / relative change**: the same paired bootstrap, on
   :math:`\bar x^A - \bar x^B` and :math:`(\bar x^A - \bar x^B)/\bar x^B`.
+* **Resampled means by index draws** (:func:`choice_bootstrap_means`): the index-matrix
+  bootstrap that equals sequential ``rng.choice(values, n).mean()`` calls draw for draw
+  (the EAS authors' procedure).
 
 Agreement of model rankings (appendix F.8, table 2): Spearman ρ (Pearson r of average
 ranks), Pearson r, Kendall τ-b (from sign matrices), RMSE of ranks and top-k overlap.
@@ -38,6 +43,7 @@ from psens._validation import check_in_interval, check_positive_int, fail
 
 __all__ = [
     "bootstrap_means",
+    "choice_bootstrap_means",
     "kendall_matrix",
     "paired_test",
     "percentile_ci",
@@ -82,6 +88,23 @@ def bootstrap_means(x: np.ndarray, counts: np.ndarray) -> np.ndarray:
     den = np.tensordot(counts, valid.astype(float), axes=([1], [-1]))
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, num / np.maximum(den, 1e-300), np.nan)
+
+
+def choice_bootstrap_means(vals: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """``n_boot`` means of resamples of ``vals`` with replacement, by index draws.
+
+    The indices are drawn with ``rng.integers(0, n, size=(chunk, n))`` in chunks of at most
+    ~4M draws. ``Generator.choice(vals, n, replace=True)`` draws its indices from the same
+    bounded-integer stream, so this equals ``n_boot`` sequential ``rng.choice(...).mean()``
+    calls draw for draw (checked in the tests), without a Python loop over resamples.
+    """
+    n = vals.size
+    step = max(1, 4_000_000 // n)
+    parts = []
+    for start in range(0, n_boot, step):
+        idx = rng.integers(0, n, size=(min(step, n_boot - start), n))
+        parts.append(vals[idx].mean(axis=1))
+    return np.concatenate(parts)
 
 
 def percentile_ci(boot: np.ndarray, ci: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
