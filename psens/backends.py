@@ -636,7 +636,9 @@ class OpenAIClient:
 
 def _check_messages(messages: Any) -> None:
     ok = isinstance(messages, Sequence) and not isinstance(messages, str) and len(messages) > 0
-    ok = ok and all(isinstance(m, Mapping) and "role" in m and "content" in m for m in messages)
+    ok = ok and all(
+        isinstance(msg, Mapping) and "role" in msg and "content" in msg for msg in messages
+    )
     if not ok:
         fail(
             "chat",

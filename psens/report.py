@@ -230,7 +230,7 @@ def _solvers_fact(ds) -> str | None:
     from psens.ips import solver_names
 
     if "solver" not in ds.dims:
-        return ds.attrs.get("solver_method")
+        return run_settings(ds).solver
     first, *rest = solver_names(ds)
     return f"{first} (shown; the run also holds {', '.join(rest)})"
 

@@ -862,6 +862,48 @@ def _attr(value):
 # ----------------------------------------------------------------------------- open
 
 
+#: what the schema check says of each engine's file: what it is, what writes one, how to
+#: write one of this version, what to do when arrays are lost
+_ENGINE_WORDS = {
+    "zarr": (
+        "a zarr store",
+        "a store written by psens.run",
+        "re-run",
+        "Delete the store and run again (a run resumes block by block)",
+    ),
+    "netcdf": (
+        "a netCDF file",
+        "a file written by psens export",
+        "export the run again",
+        "Export the run again",
+    ),
+}
+
+
+def _check_schema(path: Path, attrs, present, where: str, engine: str) -> None:
+    """Refuse a zarr store or netCDF export (``engine``) that is not a psens run of this
+    schema version, or that lacks block or coordinate arrays (``present``: the names it
+    holds): the one schema check of both engines."""
+    kind, written_by, again, lost_fix = _ENGINE_WORDS[engine]
+    if attrs.get("psens_schema") != SCHEMA:
+        fail(
+            where,
+            f"{path} is {kind} but not a psens run (no psens_schema attr)",
+            f"Pass {written_by}",
+        )
+    version = attrs.get("psens_schema_version")
+    if version != SCHEMA_VERSION:
+        fail(
+            where,
+            f"{path} has psens schema version {version!r}; this psens reads "
+            f"version {SCHEMA_VERSION}",
+            f"Upgrade psens, or {again} with this version",
+        )
+    lost = [v for v in (*BLOCK_VARS, "prompt", "target") if v not in present]
+    if lost:
+        fail(where, f"{path} is damaged: the arrays {lost} are missing on disk", lost_fix)
+
+
 def _open_group(path: Path, where: str):
     """The store's zarr group, after refusing anything that is not a psens run of a known
     schema with all its arrays."""
@@ -879,27 +921,7 @@ def _open_group(path: Path, where: str):
             f"{path} is not a zarr store ({type(exc).__name__}: {exc})",
             "Pass the folder written by psens.run",
         )
-    if attrs.get("psens_schema") != SCHEMA:
-        fail(
-            where,
-            f"{path} is a zarr store but not a psens run (no psens_schema attr)",
-            "Pass a store written by psens.run",
-        )
-    version = attrs.get("psens_schema_version")
-    if version != SCHEMA_VERSION:
-        fail(
-            where,
-            f"{path} has psens schema version {version!r}; this psens reads "
-            f"version {SCHEMA_VERSION}",
-            "Upgrade psens, or re-run with this version",
-        )
-    lost = [v for v in (*BLOCK_VARS, "prompt", "target") if v not in on_disk]
-    if lost:
-        fail(
-            where,
-            f"{path} is damaged: the arrays {lost} are missing on disk",
-            "Delete the store and run again (a run resumes block by block)",
-        )
+    _check_schema(path, attrs, on_disk, where, "zarr")
     return group
 
 
@@ -916,23 +938,7 @@ def _open_netcdf(path: Path, where: str, verify: bool):
             f"{path} is a file but not a netCDF export of a run ({type(exc).__name__}: {exc})",
             "Pass a .zarr folder written by psens.run or a .nc file written by psens export",
         )
-    if ds.attrs.get("psens_schema") != SCHEMA:
-        fail(
-            where,
-            f"{path} is a netCDF file but not a psens run (no psens_schema attr)",
-            "Pass a file written by psens export",
-        )
-    version = ds.attrs.get("psens_schema_version")
-    if version != SCHEMA_VERSION:
-        fail(
-            where,
-            f"{path} has psens schema version {version!r}; this psens reads "
-            f"version {SCHEMA_VERSION}",
-            "Upgrade psens, or export the run again with this version",
-        )
-    missing = [v for v in (*BLOCK_VARS, "prompt", "target") if v not in ds]
-    if missing:
-        fail(where, f"{path} lacks the variables {missing}", "Export the run again")
+    _check_schema(path, ds.attrs, set(ds.variables), where, "netcdf")
     if verify:  # an export carries no checksums: read every value once
         try:
             ds = ds.load()

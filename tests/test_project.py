@@ -184,3 +184,80 @@ def test_openmp_threads_sleep_at_barriers_unless_the_user_says_otherwise():
     env["OMP_WAIT_POLICY"] = "ACTIVE"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.stdout.strip() == "ACTIVE"
+
+
+# ----------------------------------------------------------------------------- one way
+
+
+def _code_files():
+    return [*(ROOT / "psens").rglob("*.py"), *(ROOT / "widgets").glob("*.py")]
+
+
+def test_model_entries_are_told_apart_only_by_the_model_spec():
+    """'Is this model served?' is decided by psens.models.spec.ModelSpec alone."""
+    import re
+
+    pattern = re.compile(
+        r"isinstance\((m|model|entry|name), (dict|Mapping)\)|\b_served\(|is_served\("
+    )
+    allowed = {ROOT / "psens" / "models" / "spec.py", ROOT / "psens" / "models" / "served.py"}
+    hits = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in _code_files()
+        if p not in allowed
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert hits == []
+
+
+def test_run_settings_are_read_back_in_one_place():
+    """τ and the solver of a run are read from its attrs by psens.settings.run_settings."""
+    import re
+
+    pattern = re.compile(
+        r"attrs\.get\(\s*[\"'](tau|solver_method)[\"']|attrs\[[\"']tau[\"']\](?!\s*=[^=])"
+    )
+    allowed = {ROOT / "psens" / "settings.py"}
+    files = [*_code_files(), *(ROOT / "notebooks").glob("*.py")]
+    hits = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in files
+        if p not in allowed
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert hits == []
+    # and no default τ but the one constant
+    literal = re.compile(r"\btau: float[^=]*= 0\.1\b|Float\(0\.1")
+    hits = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in _code_files()
+        if p != ROOT / "psens" / "settings.py"
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if literal.search(line)
+    ]
+    assert hits == []
+
+
+def test_the_ips_term_and_the_class_rule_are_defined_once():
+    import re
+
+    term = re.compile(r"np\.abs\(\w+\)\s*\+\s*np\.abs\(\w+\)\)\s*/\s*2")
+    rule = re.compile(r"ratio > 2")
+    found = {"term": [], "rule": []}
+    for p in (ROOT / "psens").rglob("*.py"):
+        text = p.read_text()
+        found["term"] += [str(p.relative_to(ROOT))] * len(term.findall(text))
+        found["rule"] += [str(p.relative_to(ROOT))] * len(rule.findall(text))
+    assert found == {"term": ["psens/ips/metric.py"], "rule": ["psens/ips/metric.py"]}
+
+
+def test_the_model_table_is_read_by_the_registry_alone():
+    hits = [
+        str(p.relative_to(ROOT))
+        for p in _code_files()
+        if p != ROOT / "psens" / "models" / "registry.py"
+        and ('"models.csv"' in p.read_text() or "'models.csv'" in p.read_text())
+    ]
+    assert hits == []

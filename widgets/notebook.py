@@ -39,33 +39,27 @@ __all__ = [
 
 SIZES = ("tiny", "full")
 _ROOT = Path(__file__).resolve().parents[1]
-_REGISTRY = _ROOT / "data" / "models.csv"
 #: the real run shipped with the checkout (found from the package, so from any folder)
 SHIPPED_RUN = _ROOT / "data" / "runs" / "arc.nc"
 #: model kinds that count as "tuned" (instruct or chat)
 TUNED = {"instruct", "chat"}
 
 
-def registry_models(
-    path: str | os.PathLike | None = None, *, missing_ok: bool = False
-) -> list[str]:
-    """Names of the models in the model registry table (``data/models.csv``), in order.
+def registry_models(*, missing_ok: bool = False) -> list[str]:
+    """Names of the IPS paper's models in the model table
+    (:func:`psens.models.registry.paper_models`, table 1), in order.
 
     ``missing_ok``: return ``[]`` instead of raising when the table is not there (an
-    installed, non-source psens).
+    installed psens without its data files).
     """
-    import pandas as pd
+    from psens.models.registry import paper_models
 
-    table = Path(path) if path is not None else _REGISTRY
-    if not table.exists():
+    try:
+        return paper_models()
+    except FileNotFoundError:
         if missing_ok:
             return []
-        fail(
-            "psens.widgets.registry_models",
-            f"{table} not found",
-            "Run from a source checkout, or list the models in the config yourself",
-        )
-    return pd.read_csv(table)["name"].astype(str).tolist()
+        raise
 
 
 def load_run(

@@ -40,16 +40,12 @@ from psens.ips.metric import (
     select_solver,
 )
 from psens.ips.pairs import resolve_pair
+from psens.ips.tables import subset_label
 from psens.settings import DEFAULT_TAU
 
 __all__ = ["PsensAccessor"]
 
 _KINDS = ("AND", "OR")
-
-
-def _label(words: Sequence[str], mask: int) -> str:
-    """``'{w1, w2}'``: the words of the bitmask ``mask`` (bit i = ``words[i]``)."""
-    return "{" + ", ".join(w for i, w in enumerate(words) if (int(mask) >> i) & 1) + "}"
 
 
 def _check_run(ds: xr.Dataset, where: str, need: Sequence[str]) -> None:
@@ -261,12 +257,6 @@ def _word_labels(frame: pd.DataFrame, ds: xr.Dataset) -> np.ndarray:
     for sample, rows in pd.Series(keys).groupby(keys, sort=False).indices.items():
         words = acc._words_of(sample if "sample" in frame else None)
         uniq, inverse = np.unique(subsets[rows], return_inverse=True)  # label each subset once
-        text = np.array(
-            [
-                "{" + ", ".join(w for i, w in enumerate(words) if (int(u) >> i) & 1) + "}"
-                for u in uniq
-            ],
-            dtype=object,
-        )
+        text = np.array([subset_label(int(u), words) for u in uniq], dtype=object)
         out[rows] = text[inverse]
     return out

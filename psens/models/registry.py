@@ -16,7 +16,7 @@ from pathlib import Path
 
 from psens._validation import fail
 
-__all__ = ["data_dir", "lookup", "model_table"]
+__all__ = ["data_dir", "lookup", "model_table", "paper_models"]
 
 
 def data_dir() -> Path:
@@ -54,6 +54,19 @@ def model_table():
     50
     """
     return _table().copy()
+
+
+def paper_models() -> list[str]:
+    """Names of the IPS paper's models (table 1; rows whose ``source`` is the paper), in
+    table order; the offline models the table also lists are left out.
+
+    Examples
+    --------
+    >>> len(paper_models())
+    50
+    """
+    df = _table()
+    return df.loc[df["source"].str.startswith("IPS paper"), "name"].astype(str).tolist()
 
 
 def _key(name: str) -> str:
