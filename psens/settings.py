@@ -11,7 +11,7 @@ it instead of reading attrs with their own defaults, so a run made at τ = 0.2 i
 Examples
 --------
 >>> import psens
->>> ds = psens.synthetic.synthetic_run(n_models=1, n_samples=2, n_vars=3, seed=0)
+>>> ds = psens.synthetic.synthetic_run(n_samples=2, seed=0)
 >>> s = run_settings(ds)
 >>> s.tau, s.solver, s.dtype
 (0.1, 'canonical', 'float32')

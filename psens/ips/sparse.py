@@ -193,6 +193,20 @@ def _check_order(order, where: str) -> str | None:
     return order
 
 
+def _pairs_of(games: Sequence[Game], tau: float, order: str | None, where: str):
+    """The normalised effects ``(a, b)`` over the union of salient sets of every unordered
+    template pair, in :func:`psens.ips.template_pairs` order (after checking the inputs).
+    The loop runs over template pairs (a handful), never over subsets."""
+    _check_tau(tau, where)
+    order = _check_order(order, where)
+    n = _check_games(games, where)
+    return [
+        _pair_terms(games[i], games[j], n, tau, order)
+        for i in range(len(games))
+        for j in range(i + 1, len(games))
+    ]
+
+
 def sparse_ips_pairs(games: Sequence[Game], tau: float = DEFAULT_TAU, order: str | None = None):
     r"""IPS of every unordered template pair (NaN: no salient interaction), in
     :func:`psens.ips.template_pairs` order.
@@ -203,15 +217,10 @@ def sparse_ips_pairs(games: Sequence[Game], tau: float = DEFAULT_TAU, order: str
 
     over the union of the recovered supports (see the module docstring).
     """
-    where = "sparse_ips"
-    _check_tau(tau, where)
-    order = _check_order(order, where)
-    n = _check_games(games, where)
-    out = []
-    for i in range(len(games)):
-        for j in range(i + 1, len(games)):
-            a, b = _pair_terms(games[i], games[j], n, tau, order)
-            out.append(float(np.mean(ips_term(a, b))) if a.size else np.nan)
+    out = [
+        float(np.mean(ips_term(a, b))) if a.size else np.nan
+        for a, b in _pairs_of(games, tau, order, "sparse_ips")
+    ]
     return np.asarray(out)
 
 
@@ -237,15 +246,10 @@ def sparse_classes(
 ) -> np.ndarray:
     """Counts ``[pair, 3]`` of the classes of :data:`psens.ips.CLASSES` (fig. 3b) over the
     union of both salient sets, as :func:`psens.ips.interaction_classes`."""
-    where = "sparse_classes"
-    _check_tau(tau, where)
-    order = _check_order(order, where)
-    n = _check_games(games, where)
-    rows = []
-    for i in range(len(games)):
-        for j in range(i + 1, len(games)):
-            a, b = _pair_terms(games[i], games[j], n, tau, order)
-            rows.append([int(mask.sum()) for mask in class_masks(a, b)])
+    rows = [
+        [int(mask.sum()) for mask in class_masks(a, b)]
+        for a, b in _pairs_of(games, tau, order, "sparse_classes")
+    ]
     return np.asarray(rows, dtype=np.int64).reshape(-1, len(CLASSES))
 
 
