@@ -496,7 +496,10 @@ def _check_served(cfg: RunConfig) -> None:
     for m in cfg.models:
         if isinstance(m, dict):
             check_reachable(ServedModel.from_entry(m))
-            _scorer(cfg, m).probe()
+            try:
+                _scorer(cfg, m).probe()
+            except RuntimeError as exc:  # a refused server or reply: one line, no store made
+                raise ValueError(str(exc)) from None
 
 
 def _work_unit(
