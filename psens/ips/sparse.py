@@ -568,9 +568,14 @@ def sparse_sample(
         fail(where, f"split={split!r} is unknown", "Use 'and' or 'restricted'")
     if isinstance(templates, str):
         templates = [templates]
-    from psens.interactions.sparse import _check_budget
+    from psens._validation import check_positive_int
+    from psens.interactions.sparse import MAX_FEATURES, _check_budget, _check_memory, _check_seed
 
     budget = _check_budget(budget, n, where)
+    seed = _check_seed(seed, where)
+    if degree is not None:
+        degree = check_positive_int(degree, where, "degree")
+    _check_memory(budget, n, method, degree, MAX_FEATURES, where)  # before any folder or call
     folder = None if store is None else Path(store)
     if folder is not None:
         if folder.exists() and not folder.is_dir():

@@ -206,6 +206,7 @@ def test_a_log_is_not_reused_when_what_the_values_depend_on_changed(tmp_path, ch
     assert again.scored == 0
 
 
+@pytest.mark.filterwarnings("ignore:.*cross-validated R")  # 16 queries of a random model
 def test_a_log_is_not_reused_for_another_model_of_the_same_name(tmp_path):
     pytest.importorskip("torch")
     import psens
