@@ -209,3 +209,36 @@ def test_verify_does_not_call_a_run_with_pending_blocks_ok(tmp_path, capsys):
     assert main(["verify", str(path)]) == 0
     out = capsys.readouterr().out
     assert " ok:" not in out and f"1 of {total} blocks pending" in out
+
+
+# ----------------------------------------------------------------------------- config checks
+
+
+def test_a_dataset_path_that_is_a_plain_folder_is_one_line(assets, tmp_path, capsys):  # noqa: F811
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("x")
+    cfg = _config(assets, tmp_path / "r.zarr", dataset_path=str(folder))
+    assert main(["run", str(_toml(cfg, tmp_path / "c.toml")), "--no-progress"]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "not a dataset saved with save_to_disk" in line and ".jsonl" in line
+    assert not (tmp_path / "r.zarr").exists()
+
+
+def test_a_huge_batch_size_is_refused(assets, tmp_path):  # noqa: F811
+    from psens.config import MAX_BATCH, RunConfig
+
+    with pytest.raises(ValueError, match=f"batch_size <= {MAX_BATCH}"):
+        RunConfig.from_dict(_config(assets, tmp_path / "r.zarr", batch_size=10**9))
+    RunConfig.from_dict(_config(assets, tmp_path / "r.zarr", batch_size=MAX_BATCH))
+
+
+def test_max_retries_says_zero_is_allowed():
+    from psens.models.served import ServedModel
+
+    good = {"name": "x", "base_url": "http://127.0.0.1:9/v1", "model": "m", "tokenizer": "t"}
+    assert ServedModel.from_entry({**good, "max_retries": 0}).max_retries == 0
+    with pytest.raises(ValueError, match="Pass max_retries >= 0"):
+        ServedModel.from_entry({**good, "max_retries": -1})
+    with pytest.raises(ValueError, match="Pass concurrency >= 1"):
+        ServedModel.from_entry({**good, "concurrency": 0})

@@ -210,11 +210,8 @@ class ServedModel:
         out["endpoints"] = tuple(endpoints)
         for key in ("concurrency", "max_retries", "top_logprobs"):
             if key in entry:
-                value = entry[key]
-                if key == "max_retries" and value == 0:
-                    out[key] = 0
-                    continue
-                out[key] = check_positive_int(value, where, key)
+                minimum = 0 if key == "max_retries" else 1
+                out[key] = check_positive_int(entry[key], where, key, minimum=minimum)
         if "timeout" in entry:
             t = entry["timeout"]
             if isinstance(t, bool) or not isinstance(t, int | float) or not t > 0:
