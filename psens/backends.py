@@ -5,7 +5,8 @@
 ``/completions``, with
 
 * retries with exponential backoff (connection errors, timeouts, HTTP 408/409/429/5xx; other
-  4xx fail at once), honouring ``Retry-After`` up to ``backoff_max``;
+  4xx fail at once), honouring ``Retry-After`` up to ``backoff_max`` (a longer wait asked
+  for fails the request at once, saying so: a re-run asks again);
 * a per-read ``timeout`` and a total ``deadline`` per HTTP request (connecting, sending,
   waiting and reading the whole body), so a server that trickles its reply byte by byte
   cannot hold a call forever;
@@ -335,6 +336,15 @@ class _Deadlines(threading.local):
                 pool._network_backend = _DeadlineBackend(backend, self)
 
 
+def _seconds(retry_after: str | None) -> float | None:
+    """The seconds of a ``Retry-After`` header (None when absent or an HTTP date)."""
+    try:
+        wait = float(retry_after) if retry_after else None
+    except ValueError:
+        return None
+    return wait if wait is not None and math.isfinite(wait) and wait >= 0 else None
+
+
 class OpenAIClient:
     """Client for an OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp).
 
@@ -466,11 +476,9 @@ class OpenAIClient:
 
     def _sleep(self, attempt: int, retry_after: str | None) -> None:
         delay = self.backoff * 2**attempt
-        if retry_after:
-            try:
-                delay = max(delay, float(retry_after))
-            except ValueError:
-                pass
+        wait = _seconds(retry_after)
+        if wait is not None:
+            delay = max(delay, wait)
         if delay > 0:
             time.sleep(min(delay, self.backoff_max))
 
@@ -552,6 +560,14 @@ class OpenAIClient:
                 return data, None, attempt + 1
             if not retryable:
                 return None, error, attempt + 1
+            wait = _seconds(retry_after)
+            if wait is not None and wait > self.backoff_max and attempt < self.max_retries:
+                return (
+                    None,
+                    f"{error}; the server asked to wait {wait:g} s before retrying, more than "
+                    f"backoff_max = {self.backoff_max:g} s: not retried now (run again later)",
+                    attempt + 1,
+                )
             if attempt < self.max_retries:
                 self._sleep(attempt, retry_after)
         return None, f"{error} (after {self.max_retries + 1} attempts)", self.max_retries + 1

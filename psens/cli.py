@@ -1,5 +1,5 @@
 """Command line: ``psens run CONFIG``, ``psens summary STORE`` (a zarr store or its netCDF
-export), ``psens export STORE OUT.nc``,
+export), ``psens export STORE OUT.nc [--overwrite]`` (replaces only an earlier export),
 ``psens verify STORE``.
 
 Exit codes: 0 success; 1 ``psens verify`` found damage; 2 a refused input (the message says
@@ -31,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     p_exp = sub.add_parser("export", help="export a stored run to netCDF")
     p_exp.add_argument("store")
     p_exp.add_argument("out")
+    p_exp.add_argument(
+        "--overwrite", action="store_true", help="replace OUT if it is an earlier psens export"
+    )
     p_ver = sub.add_parser(
         "verify", help="check a stored run against its checksums; name damaged blocks"
     )
@@ -38,9 +41,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return _dispatch(args)
-    except (ValueError, FileNotFoundError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError) as exc:
         msg = exc.args[0] if exc.args else str(exc)
         print(f"error: {msg}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a path that cannot be read or written: one line, no traceback
+        if exc.errno is None and exc.args:  # raised with a message (psens' own)
+            print(f"error: {exc.args[0]}", file=sys.stderr)
+            return 2
+        what = exc.strerror or type(exc).__name__
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"error: psens {args.command}: {what}{where}. Check the path", file=sys.stderr)
         return 2
 
 
@@ -77,6 +88,7 @@ def _dispatch(args) -> int:
         print(summarize(store.open_run(args.store, verify=True)))
         return 0
     if args.command == "export":
+        store.check_export_target(args.out, overwrite=args.overwrite, source=args.store)
         ds = store.open_run(args.store, verify=True)
         status = ds["status"].values
         if (status != store.DONE).any():
@@ -87,7 +99,7 @@ def _dispatch(args) -> int:
                 "Run the same config again to finish them",
                 file=sys.stderr,
             )
-        print(store.to_netcdf(ds, args.out))
+        print(store.to_netcdf(ds, args.out, overwrite=args.overwrite))
         return 0
     if args.command == "verify":
         found = store.verify(args.store)

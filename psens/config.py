@@ -199,6 +199,13 @@ class RunConfig:
         except ValueError as exc:
             fail(WHERE, f"'solver'/'solver_settings': {exc}", "Fix the solver settings")
         check_positive_int(self.batch_size, WHERE, "batch_size")
+        if self.batch_size > MAX_BATCH:
+            fail(
+                WHERE,
+                f"batch_size = {self.batch_size} is above {MAX_BATCH} masked prompts per "
+                "forward pass (their activations would not fit in memory)",
+                f"Use batch_size <= {MAX_BATCH} (default 32)",
+            )
         check_positive_int(self.max_new_tokens, WHERE, "max_new_tokens")
         if self.threads is not None:
             check_positive_int(self.threads, WHERE, "threads")
@@ -370,6 +377,8 @@ class RunConfig:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+#: The largest ``batch_size`` (masked prompts per forward pass) a run accepts.
+MAX_BATCH = 2**16
 #: ``dtype`` values a run accepts (besides None: float32)
 DTYPES = tuple(DTYPE_NAMES)
 #: ``noise_floor`` dtype names and their canonical names

@@ -408,7 +408,18 @@ def _read_jsonl(path: Path) -> _Rows:
 def _read_disk(path: Path, split: str) -> list[dict]:
     import datasets as hfds
 
-    obj = hfds.load_from_disk(str(path))
+    fix = "Pass the save_to_disk folder itself, or a .jsonl/.json(.gz) or .parquet file"
+    if not any((path / f).is_file() for f in ("dataset_dict.json", "state.json")):
+        fail(
+            "psens.datasets.load",
+            f"{path} is a folder but not a dataset saved with save_to_disk (it has no "
+            "dataset_dict.json or state.json)",
+            fix,
+        )
+    try:
+        obj = hfds.load_from_disk(str(path))
+    except (OSError, ValueError) as exc:
+        fail("psens.datasets.load", f"{path} could not be read ({type(exc).__name__})", fix)
     if isinstance(obj, hfds.DatasetDict):
         if split not in obj:
             fail(

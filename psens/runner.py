@@ -38,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import shutil
 import sys
 import time
@@ -273,16 +274,41 @@ def _check_reachable(scheduler: str | None, timeout: float = 5.0) -> None:
 
 
 def _check_disk(path: Path, need: int) -> None:
-    parent = path if path.exists() else path.parent
-    parent = parent if parent.exists() else Path(".")
+    parent = Path(os.path.realpath(path))
+    while not parent.exists():  # the nearest folder that exists (the store's will be made)
+        parent = parent.parent
+    if not os.access(parent, os.W_OK):
+        fail("psens run", f"{parent} cannot be written", "Choose a 'store' path you can write to")
     free = shutil.disk_usage(parent).free
     if free < 1.5 * need:
         fail(
             "psens run",
-            f"the store needs about {need / 2**30:.2f} GiB but only "
-            f"{free / 2**30:.2f} GiB are free at {parent}",
+            f"the store needs about {_fmt_bytes(need)} but only {_fmt_bytes(free)} "
+            f"{'is' if free < 1024 else 'are'} free at {parent}"
+            + (" (a virtual or full filesystem)" if free == 0 else ""),
             "Free disk space, choose another 'store' path, or run fewer samples/models",
         )
+
+
+def _check_device(cfg: RunConfig) -> None:
+    """The config's device exists on this machine (when a model is loaded locally),
+    before the store is created."""
+    if all(spec.is_served for spec in cfg.model_specs):  # served models only: no local device
+        return
+    import torch
+
+    kind, _, index = str(cfg.device).partition(":")
+    if kind == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0 or (index and int(index) >= count):
+            found = f"{count} CUDA device{'s' if count != 1 else ''}" if count else "no CUDA"
+            fail(
+                "psens run",
+                f"device = {cfg.device!r} is not available: this machine has {found}",
+                f'Set device = "cpu"{f" or cuda:0 to cuda:{count - 1}" if count else ""}',
+            )
+    if kind == "mps" and not torch.backends.mps.is_available():
+        fail("psens run", "device = 'mps' is not available on this machine", 'Set device = "cpu"')
 
 
 # ----------------------------------------------------------------------------- blocks
@@ -463,7 +489,10 @@ def _check_models(cfg: RunConfig) -> None:
     for spec in cfg.model_specs:
         spec.check_available()
         if spec.is_served:
-            _scorer(cfg, spec).probe()
+            try:
+                _scorer(cfg, spec).probe()
+            except RuntimeError as exc:  # a refused server or reply: one line, no store made
+                raise ValueError(str(exc)) from None
 
 
 def _work_unit(
@@ -753,6 +782,7 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
     _check_disk(Path(cfg.store), est["store_bytes"])
     _check_reachable(cfg.scheduler)
     _check_models(cfg)
+    _check_device(cfg)
     with store.lock(cfg.store, "psens run"):  # held until the last block is written
         resuming = Path(cfg.store).exists() and not overwrite
         ds = _open_or_create(plan, overwrite)

@@ -90,6 +90,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Verification",
     "build",
+    "check_export_target",
     "create",
     "lock",
     "open_run",
@@ -378,10 +379,11 @@ def _move_into_place(tmp: Path, path: Path) -> None:
 
 
 _HELD: set[tuple[str, int]] = set()
+_WRITABLE = "Put the store in a folder you can write to (a run writes its blocks and a lock)"
 
 
 def _lock_file(path: Path, where: str) -> Path:
-    full = Path(os.path.abspath(path))
+    full = Path(os.path.realpath(path))  # one lock however the store is named (symlinks)
     if not full.name:
         fail(where, f"{path} is a filesystem root", "Point 'store' at a folder for the run")
     return full.with_name(full.name + ".lock")
@@ -417,9 +419,18 @@ def lock(path: str | os.PathLike, where: str = "psens.store.lock") -> Iterator[P
     except ImportError:  # pragma: no cover - no flock on this platform
         yield lock_path
         return
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir() and not os.access(path, os.W_OK):
+        fail(where, f"{path} cannot be written (read-only)", _WRITABLE)
     while True:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            lock_path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            fail(
+                where,
+                f"cannot write the lock file {lock_path} ({exc.strerror or exc})",
+                _WRITABLE,
+            )
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -437,6 +448,13 @@ def lock(path: str | os.PathLike, where: str = "psens.store.lock") -> Iterator[P
         if same:
             break
         os.close(fd)
+    stale = os.pread(fd, 256, 0).decode(errors="replace").strip()
+    if stale:  # the last holder ended without removing its lock file (it was killed)
+        warnings.warn(
+            f"{path}: took over the lock left by PID {stale}, which has ended (a killed run); "
+            "its finished blocks are kept and the rest are redone",
+            stacklevel=3,
+        )
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()} on {socket.gethostname()}\n".encode(), 0)
     _HELD.add(key)
@@ -545,6 +563,31 @@ def _block_digests(group, blocks: Sequence[tuple[int, int]]):
     return {b: d for b, d in digests.items() if b not in unreadable}, unreadable
 
 
+#: the key of :data:`CHECKSUM_ATTR` under which the root attributes' digests are recorded
+#: (``tau``, the solver settings, ``config``, ...: they change the numbers a run reports)
+ATTRS_KEY = "@attrs"
+
+
+def _attr_digests(attrs: Mapping[str, Any]) -> dict[str, str]:
+    """One blake2b digest per root attribute (the checksums themselves left out)."""
+    return {
+        k: hashlib.blake2b(
+            json.dumps(v, sort_keys=True, default=str).encode(), digest_size=16
+        ).hexdigest()
+        for k, v in attrs.items()
+        if k != CHECKSUM_ATTR
+    }
+
+
+def _attr_changes(recorded: Mapping[str, str], attrs: Mapping[str, Any]) -> list[str]:
+    """The root attributes that differ from those recorded at creation."""
+    now = _attr_digests(attrs)
+    out = [f"{k} changed" for k in recorded if k in now and now[k] != recorded[k]]
+    out += [f"{k} removed" for k in recorded if k not in now]
+    out += [f"{k} added" for k in now if k not in recorded]
+    return out
+
+
 def _static_arrays(group) -> list[str]:
     """The arrays written once at creation: coordinates, ``prompt`` and ``target``."""
     per_block = {*DATA_VARS, "status", CHECKSUM_VAR}
@@ -588,6 +631,7 @@ def _seal(path: Path) -> None:
         for (m, s), d in digests.items():
             table[m, s] = _block_checksum(d)
         group[CHECKSUM_VAR][...] = table
+    sums[ATTRS_KEY] = _attr_digests(dict(group.attrs))
     group.attrs[CHECKSUM_ATTR] = sums
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -604,6 +648,7 @@ class Verification:
     has_checksums : whether the store records checksums (older stores do not; then only
         unreadable chunks can be found).
     checked : blocks (done or failed) whose chunks were read.
+    pending : blocks not computed yet (not damage; a run computes them).
     damaged : ``(model index, sample index, reason)`` of every damaged block.
     damaged_arrays : ``(name, reason)`` of every damaged coordinate array.
     models, samples : the names of the blocks' models and samples (indices as text when
@@ -613,6 +658,7 @@ class Verification:
     path: Path
     has_checksums: bool
     checked: int = 0
+    pending: int = 0
     damaged: list[tuple[int, int, str]] = field(default_factory=list)
     damaged_arrays: list[tuple[str, str]] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
@@ -657,7 +703,17 @@ class Verification:
                     f"{head} no checksums recorded (a store written by an older psens); all "
                     f"{self.checked} done or failed blocks could be read"
                 )
-            return f"{head} ok: {self.checked} blocks and the coordinates match their checksums"
+            if self.pending:
+                total = self.checked + self.pending
+                return (
+                    f"{head} no damage: {self.checked} finished blocks, the coordinates and the "
+                    f"attributes match their checksums; {self.pending} of {total} blocks pending "
+                    "(run the same config again to finish them)"
+                )
+            return (
+                f"{head} ok: {self.checked} blocks, the coordinates and the attributes match "
+                "their checksums"
+            )
         lines = []
         if self.damaged:
             n = len(self.damaged)
@@ -709,7 +765,12 @@ def verify(path: str | os.PathLike) -> Verification:
         if has and name in sums and _digest(name, value) != sums[name]:
             out.damaged_arrays.append((name, "values changed"))
     if has:
-        out.damaged_arrays += [(n, "missing") for n in sorted(set(sums) - set(group.array_keys()))]
+        names = set(sums) - {ATTRS_KEY}
+        out.damaged_arrays += [(n, "missing") for n in sorted(names - set(group.array_keys()))]
+        if isinstance(sums.get(ATTRS_KEY), Mapping):
+            changes = _attr_changes(sums[ATTRS_KEY], dict(group.attrs))
+            if changes:
+                out.damaged_arrays.append(("attributes", ", ".join(changes)))
     status_arr = group["status"]
     shape = status_arr.shape[:2]
     for dim, names in (("model", out.models), ("sample", out.samples)):
@@ -727,6 +788,7 @@ def verify(path: str | os.PathLike) -> Verification:
         if (m, s) not in bad_status and int(status[m, s]) != PENDING
     ]
     out.checked = len(blocks)
+    out.pending = shape[0] * shape[1] - len(blocks) - len(bad_status)
     digests, unreadable = _block_digests(group, blocks)
     recorded: Any = None
     bad_sums: set = set()
@@ -952,6 +1014,7 @@ def _open_netcdf(path: Path, where: str, verify: bool):
     ds.attrs = {k: v.item() if isinstance(v, np.generic) else v for k, v in ds.attrs.items()}
     if "synthetic" in ds.attrs:
         ds.attrs["synthetic"] = bool(ds.attrs["synthetic"])
+    ds.attrs.pop(EXPORT_ATTR, None)
     return ds
 
 
@@ -1116,14 +1179,81 @@ def write_block(
     return checksum
 
 
-def to_netcdf(run, path: str | os.PathLike) -> Path:
-    """Export a run (Dataset or store path) to netCDF for exchange."""
-    ds = open_run(run) if isinstance(run, str | os.PathLike) else run
+#: the root attr that marks a netCDF file written by :func:`to_netcdf` (the psens version)
+EXPORT_ATTR = "psens_export"
+
+
+def _is_export(path: Path) -> bool:
+    """Whether ``path`` is a netCDF file written by :func:`to_netcdf` (its marker attr, or
+    the run schema attr of an export of an older psens)."""
+    try:
+        import h5py
+
+        with h5py.File(path, "r") as f:
+            attrs = dict(f.attrs)
+    except Exception:  # not HDF5 at all
+        return False
+    schema = attrs.get("psens_schema")
+    schema = schema.decode() if isinstance(schema, bytes) else schema
+    return EXPORT_ATTR in attrs or schema == SCHEMA
+
+
+def check_export_target(
+    path: str | os.PathLike, *, overwrite: bool = False, source: str | os.PathLike | None = None
+) -> Path:
+    """Refuse an export path that would destroy something: an existing file unless
+    ``overwrite`` and it is a psens export, a folder, a path inside the store ``source``,
+    or a folder that does not exist or cannot be written. Returns the path."""
+    where = "psens export"
     out = Path(path)
+    full = Path(os.path.realpath(out))
+    if source is not None:
+        src = Path(os.path.realpath(source))
+        if full == src or src in full.parents:
+            fail(where, f"{out} is inside the store {source}", "Export to a path outside the store")
+    if out.is_dir():
+        fail(where, f"{out} is a folder", "Name the .nc file to write, e.g. run.nc")
+    if out.exists() or out.is_symlink():
+        if not overwrite:
+            fail(where, f"{out} exists", "Choose another path, or pass --overwrite to replace it")
+        if not _is_export(out):
+            fail(
+                where,
+                f"{out} exists and is not a psens export (--overwrite replaces only those)",
+                "Choose another path, or move that file away",
+            )
+    parent = full.parent
+    if not parent.is_dir():
+        fail(where, f"the folder {out.parent} does not exist", f"Create it (mkdir -p {out.parent})")
+    if not os.access(parent, os.W_OK):
+        fail(where, f"the folder {out.parent} cannot be written", "Export to a writable folder")
+    return out
+
+
+def to_netcdf(run, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+    """Export a run (Dataset or store path) to netCDF for exchange.
+
+    The file is written beside ``path`` and renamed into place, and carries the attr
+    :data:`EXPORT_ATTR`. Nothing is overwritten but an earlier export, and only with
+    ``overwrite`` (:func:`check_export_target`).
+    """
+    source = run if isinstance(run, str | os.PathLike) else None
+    out = check_export_target(path, overwrite=overwrite, source=source)
+    ds = open_run(run) if source is not None else run
     ds = ds.load()
     for name in list(ds.variables):
         if ds[name].dtype == object:
             ds[name] = ds[name].astype(str)
     ds.attrs = {k: int(v) if isinstance(v, bool | np.bool_) else v for k, v in ds.attrs.items()}
-    ds.to_netcdf(out, engine="h5netcdf")
+    from psens._version import __version__
+
+    ds.attrs[EXPORT_ATTR] = __version__
+    tmp = out.with_name(f".{out.name}.writing-{uuid.uuid4().hex[:12]}")
+    try:
+        ds.to_netcdf(tmp, engine="h5netcdf")
+        os.replace(tmp, out)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        fail("psens export", f"{out} could not be written ({exc})", "Check the disk and folder")
     return out

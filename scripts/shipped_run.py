@@ -40,7 +40,7 @@ def regenerate(config: Path, out: Path) -> dict:
     failed = int((ds["status"].values != store.DONE).sum())
     if failed:
         raise SystemExit(f"{config.name}: {failed} blocks did not finish; not exported")
-    store.to_netcdf(ds, out)
+    store.to_netcdf(ds, out, overwrite=True)
     return {"wall": wall, "cpu": cpu, "bytes": out.stat().st_size}
 
 

@@ -178,6 +178,24 @@ def test_retry_after_and_backoff_are_capped(server, tmp_path):
     assert r.ok and 0.04 < time.perf_counter() - t0 < 1.0
 
 
+def test_a_retry_after_beyond_the_cap_fails_at_once_with_a_word(server, tmp_path):
+    body = json.dumps({"error": "rate limited"}).encode()
+    reply = (
+        b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3600\r\n"
+        b"Content-Type: application/json\r\nConnection: close\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    server.behave = lambda body, n: ("raw", [reply], 0) if n == 1 else (200, "ok")
+    with client(server, tmp_path, backoff=0.01, backoff_max=8.0, max_retries=3) as c:
+        t0 = time.perf_counter()
+        r = c.chat(chat("x"))
+        assert time.perf_counter() - t0 < 5  # not a silent 8 s sleep, nor an hour's
+        assert r.status == "failed" and "asked to wait 3600 s" in r.error
+        assert "backoff_max = 8 s" in r.error and r.attempts == 1
+        assert c.chat(chat("x")).ok  # a re-run asks again
+
+
 def test_unreachable_server_fails_cleanly(tmp_path):
     c = OpenAIClient("http://127.0.0.1:9/v1", "m", max_retries=1, backoff=0, timeout=1)
     r = c.complete("x")

@@ -295,8 +295,9 @@ def test_second_holder_of_the_lock_is_refused(tmp_path):
     finally:
         proc.kill()
         proc.wait(30)
-    with store.lock(path):  # the OS released the lock of the killed holder
-        pass
+    with pytest.warns(UserWarning, match=f"took over the lock left by PID {proc.pid}"):
+        with store.lock(path):  # the OS released the lock of the killed holder
+            pass
 
 
 class _Crash(BaseException):

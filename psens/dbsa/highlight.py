@@ -239,8 +239,22 @@ def compare_highlights(
     )
 
 
+#: Markdown's inline metacharacters, backslash-escaped in item text (no link, emphasis or
+#: code span can come from the data)
+_MD_SPECIAL = "\\`*_[]#~|"
+
+
+def _markdown_text(text: str) -> str:
+    """Item text as literal Markdown: HTML escaped (``<img onerror=...>`` stays text) and
+    Markdown's inline metacharacters backslash-escaped."""
+    out = html.escape(text, quote=True)
+    return "".join("\\" + c if c in _MD_SPECIAL else c for c in out)
+
+
 def highlight_markdown(ds: xr.Dataset, *, top: int = 5, digits: int = 2) -> str:
-    """Markdown: top tokens in bold, each tested token followed by ``<sup>score</sup>``."""
+    """Markdown: top tokens in bold, each tested token followed by ``<sup>score</sup>``.
+
+    The item text is escaped (:func:`_markdown_text`): HTML in it is shown, never run."""
     _scored(ds)
     text = ds.attrs["text"]
     keep = set(
@@ -255,9 +269,9 @@ def highlight_markdown(ds: xr.Dataset, *, top: int = 5, digits: int = 2) -> str:
         ds["score_position"].values,
         strict=True,
     ):
-        parts.append(text[pos:s])
-        word = f"**{t}**" if t in keep else t
+        parts.append(_markdown_text(text[pos:s]))
+        word = f"**{_markdown_text(t)}**" if t in keep else _markdown_text(t)
         parts.append(word if not np.isfinite(sc) else f"{word}<sup>{sc:.{digits}f}</sup>")
         pos = e
-    parts.append(text[pos:])
+    parts.append(_markdown_text(text[pos:]))
     return "".join(parts)

@@ -82,6 +82,12 @@ Method = Literal["lasso", "spex", "proxyspex"]
 METHODS: tuple[str, ...] = ("lasso", "spex", "proxyspex")
 #: Smallest budget :func:`recover` accepts (the fits below it are meaningless).
 MIN_BUDGET = 8
+#: Default cap on the candidate Fourier features of one ``lasso`` round.
+MAX_FEATURES = 6000
+#: Largest |v| a game may return: squares and sums of squares of the fit stay finite.
+MAX_VALUE = 1e100
+#: Share of the available RAM a recovery may plan to use.
+MEMORY_SHARE = 0.8
 
 
 # ----------------------------------------------------------------------------- bitmasks
@@ -472,6 +478,7 @@ class _Recorder:
                     f"for {new.size} masks",
                     "Return one finite value per mask",
                 )
+            _check_values(got, "psens.interactions.sparse.recover")
             at = self._values.size + np.arange(new.size)
             self._blocks.append(b[new])
             self._values = np.concatenate([self._values, got])
@@ -483,6 +490,66 @@ class _Recorder:
 
 
 # ----------------------------------------------------------------------------- recovery
+
+
+def _check_values(y: np.ndarray, where: str) -> None:
+    big = float(np.max(np.abs(y))) if y.size else 0.0
+    if big > MAX_VALUE:
+        fail(
+            where,
+            f"the game's values reach |v| = {big:.3g}, beyond {MAX_VALUE:.0e} (the fit's sums of "
+            "squares overflow)",
+            "Rescale the game (log-odds are within about +-16)",
+        )
+
+
+def _check_seed(seed, where: str) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        fail(where, f"seed={seed!r} is not a non-negative integer", "Pass e.g. seed=0")
+    return int(seed)
+
+
+def _lasso_columns(n: int, degree: int | None, max_features: int) -> int:
+    """The most feature columns the ``lasso`` fit can build (:func:`fit_queries`)."""
+    degree = min(n, 5) if degree is None else min(int(degree), n)
+    d0 = min(degree, _full_degree(n, max_features))
+    return _n_features(n, d0) - 1 + (degree - d0) * max_features
+
+
+def _memory_per_query(n: int, method: str, degree: int | None, max_features: int) -> float:
+    """Bytes one query costs a recovery: its mask and key in the design and the recorder
+    (with their sorted copies), and for ``lasso`` its row of the feature matrix, three
+    times (the matrix, its extension and the copy scikit-learn fits on)."""
+    design = 4 * n + 64
+    if method == "lasso":
+        return design + 3 * 8 * _lasso_columns(n, degree, max_features)
+    return design + 8 * 8 * n  # shapiq's designs: float rows of n entries, a few at once
+
+
+def _check_memory(
+    budget: int, n: int, method: str, degree: int | None, max_features: int, where: str
+) -> None:
+    """Refuse a budget whose arrays would not fit in the available RAM, before any is made,
+    naming the largest budget that fits."""
+    from psens.models.scorer import _available_ram
+
+    per_query = _memory_per_query(n, method, degree, max_features)
+    have = MEMORY_SHARE * _available_ram()
+    if budget * per_query <= have:
+        return
+    most = int(have // per_query)
+    gib = 2**30
+    fix = (
+        f"Pass budget <= {most:,}"
+        if most >= MIN_BUDGET
+        else "Lower max_features or degree, or free memory"
+    ) + (" (or lower max_features)" if method == "lasso" and most >= MIN_BUDGET else "")
+    fail(
+        where,
+        f"budget={budget:,} at n={n} ({method}) needs about {budget * per_query / gib:.1f} GiB, "
+        f"more than the {have / gib:.1f} GiB of RAM available",
+        fix,
+    )
 
 
 def _check_budget(budget, n: int, where: str) -> int:
@@ -508,7 +575,7 @@ def recover(
     method: Method = "lasso",
     seed: int = 0,
     degree: int | None = None,
-    max_features: int = 6000,
+    max_features: int = MAX_FEATURES,
     batch: int = 256,
 ) -> Recovery:
     r"""Recover the salient AND (Möbius) interactions of a game from ``budget`` queries.
@@ -545,6 +612,11 @@ def recover(
         fail(where, f"method={method!r} is unknown", f"Use one of {METHODS}")
     budget = _check_budget(budget, n, where)
     batch = check_positive_int(batch, where, "batch")
+    max_features = check_positive_int(max_features, where, "max_features")
+    seed = _check_seed(seed, where)
+    if degree is not None:
+        degree = check_positive_int(degree, where, "degree")
+    _check_memory(budget, n, method, degree, max_features, where)  # before any allocation
     rec = _Recorder(game, n)
 
     def query(bits: np.ndarray) -> np.ndarray:
@@ -630,7 +702,7 @@ def fit_queries(
     values,
     *,
     degree: int | None = None,
-    max_features: int = 6000,
+    max_features: int = MAX_FEATURES,
     seed: int = 0,
 ) -> tuple[SparseInteractions, dict]:
     r"""The ``lasso`` fit on given queries (e.g. a stored query log, to re-analyse it).
@@ -654,6 +726,9 @@ def fit_queries(
     y = np.asarray(values, dtype=float).ravel()
     if y.shape != (bits.shape[0],) or not np.isfinite(y).all():
         fail(where, "values must be one finite number per mask", "Pass v at the masks")
+    _check_values(y, where)
+    max_features = check_positive_int(max_features, where, "max_features")
+    seed = _check_seed(seed, where)
     budget, n = bits.shape
     if budget < MIN_BUDGET:
         fail(where, f"{budget} queries are fewer than {MIN_BUDGET}", "Query more masks")
@@ -680,6 +755,16 @@ def fit_queries(
     inter = fourier_to_mobius(keys, vals, n)
     var = float(np.var(y))
     r2 = 1 - mse / var if var > 0 else float("nan")
+    if r2 < 0:
+        import warnings
+
+        warnings.warn(
+            f"{where}: the cross-validated R² is {r2:.2f} < 0 (the fit predicts held-out "
+            f"queries worse than their mean, n={n}, {budget} queries): the recovered "
+            "interactions are unreliable"
+            + ("; at this n use the exact decomposition" if n <= 16 else "; raise the budget"),
+            stacklevel=2,
+        )
     top = int(popcount(cand[sel]).max()) if sel.size else 0
     return inter, {"degree": top, "used_budget": budget, "cv_r2": r2}
 

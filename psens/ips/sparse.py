@@ -34,9 +34,11 @@ Query logs
 ----------
 Every masked prompt scored is kept in an :class:`xarray.Dataset` (``mask[query, var]`` bool,
 ``v[query]``, coord ``word[var]``; attrs ``approximate = 1``, ``method``, ``budget``, ``seed``,
-``n``, ``item``, ``template``, ``model``), written as netCDF after every batch. Run the same call
-again and the logged answers are reused (a killed run resumes; a finished one costs no model
-call), and :func:`psens.interactions.sparse.fit_queries` re-fits a stored log.
+``n``, ``item``, ``template``, ``model``, and digests of everything a value depends on: the
+model's files, the rendered prompt with its shots, options and answer, the mask token and
+dtype), written as netCDF after every batch. Run the same call again and the logged answers
+are reused (a killed run resumes; a finished one costs no model call; a log whose digests
+differ is refused), and :func:`psens.interactions.sparse.fit_queries` re-fits a stored log.
 
 References
 ----------
@@ -300,6 +302,83 @@ def open_log(path: str | os.PathLike):
     return ds
 
 
+#: The attrs of a query log that name what its values depend on (digests, see
+#: :func:`_log_identity`), and what each covers, for the refusal message.
+IDENTITY_ATTRS = {
+    "identity_model": "the model (its files, or the served model and tokenizer)",
+    "identity_prompt": "the prompt (text with shots and options, token ids, answer)",
+    "identity_scoring": "the scoring (mask token, dtype, masking and open-answer settings)",
+}
+
+
+def _hash(obj: Any) -> str:
+    import hashlib
+    import json
+
+    text = json.dumps(obj, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _model_identity(scorer) -> Any:
+    """What a scorer's numbers depend on beyond its inputs: the model files'
+    digests (:func:`psens.models.loading.model_fingerprint`; a served model: its name,
+    served model and tokenizer files), else the model's config."""
+    info = dict(getattr(scorer, "info", None) or {})
+    spec = getattr(scorer, "spec", None)
+    try:
+        if info.get("kind") == "served" and spec is not None:
+            from psens.models.loading import model_fingerprint
+            from psens.models.served import IDENTITY_KEYS
+
+            fp = model_fingerprint(spec.tokenizer)  # its files: the weights are the server's
+            return {**{k: getattr(spec, k) for k in IDENTITY_KEYS}, "files": fp.get("files")}
+        if info.get("source"):
+            from psens.models.loading import model_fingerprint
+
+            fp = model_fingerprint(info["source"])
+            return {k: fp.get(k) for k in ("kind", "files", "revision")}
+    except Exception:  # a source that cannot be read again: its name stands for it
+        return {"source": info.get("source"), "name": getattr(scorer, "name", None)}
+    config = getattr(getattr(scorer, "model", None), "config", None)
+    return {
+        "scorer": type(scorer).__name__,
+        "name": getattr(scorer, "name", None),
+        "config": config.to_dict() if hasattr(config, "to_dict") else None,
+    }
+
+
+def _log_identity(scorer, item, template, words, shots) -> dict[str, str]:
+    """Digests of everything a logged value depends on (:data:`IDENTITY_ATTRS`): the model,
+    the rendered prompt (its text with shots and options, the token ids, where each word
+    is, the answer) and the scoring settings (mask token, dtype, ...)."""
+    fields = ("question", "options", "answer", "context", "passage", "answers", "task_type")
+    enc = scorer.encode(item, template, shots=shots, variables=words)
+    prompt = {
+        "items": [{f: getattr(it, f, None) for f in fields} for it in (item, *shots)],
+        "words": [[str(w), getattr(w, "field", None), getattr(w, "start", None)] for w in words],
+    }
+    if enc is not None:  # the rendered prompt (text with shots and options) and its tokens
+        prompt["text"] = getattr(enc, "text", None)
+        prompt["ids"] = np.asarray(getattr(enc, "ids", [])).tolist()
+        prompt["var_tokens"] = [np.asarray(p).tolist() for p in getattr(enc, "var_tokens", [])]
+        prompt["target"] = getattr(enc, "target_id", None)
+        prompt["options"] = getattr(enc, "option_ids", None)
+    mask = getattr(scorer, "mask", None)
+    scoring = {
+        "mask": None if mask is None else [getattr(mask, "token", None), getattr(mask, "id", None)],
+        "dtype": str(getattr(scorer, "dtype", None)),
+        **{
+            k: getattr(scorer, k, None)
+            for k in ("one_token_per_word", "open_tokens", "open_reduce")
+        },
+    }
+    return {
+        "identity_model": _hash(_model_identity(scorer)),
+        "identity_prompt": _hash(prompt),
+        "identity_scoring": _hash(scoring),
+    }
+
+
 class _LoggedGame:
     """v of masked prompts through a scorer, answered from the log where it can be."""
 
@@ -319,6 +398,14 @@ class _LoggedGame:
                     "psens.ips.sparse",
                     f"the query log {path} belongs to another item, template, model or words",
                     "Use another store folder or delete that file",
+                )
+            changed = [what for k, what in IDENTITY_ATTRS.items() if old.attrs.get(k) != attrs[k]]
+            if changed:
+                fail(
+                    "psens.ips.sparse",
+                    f"the query log {path} was written for other inputs: {'; '.join(changed)} "
+                    "changed (or the log is from an older psens)",
+                    "Use another store folder or delete that file; its values would be wrong",
                 )
             for r, val in zip(old["mask"].values, old["v"].values, strict=True):
                 self._keep(r, float(val))
@@ -362,6 +449,7 @@ def log_game(scorer, item, template, words, *, path=None, shots=(), attrs=None) 
         "template": str(getattr(template, "name", template)),
         "model": str(getattr(scorer, "name", "model")),
         "n": len(words),
+        **_log_identity(scorer, item, template, list(words), tuple(shots)),
     }
     base.update(attrs or {})
     return _LoggedGame(
@@ -487,9 +575,14 @@ def sparse_sample(
         fail(where, f"split={split!r} is unknown", "Use 'and' or 'restricted'")
     if isinstance(templates, str):
         templates = [templates]
-    from psens.interactions.sparse import _check_budget
+    from psens._validation import check_positive_int
+    from psens.interactions.sparse import MAX_FEATURES, _check_budget, _check_memory, _check_seed
 
     budget = _check_budget(budget, n, where)
+    seed = _check_seed(seed, where)
+    if degree is not None:
+        degree = check_positive_int(degree, where, "degree")
+    _check_memory(budget, n, method, degree, MAX_FEATURES, where)  # before any folder or call
     folder = None if store is None else Path(store)
     if folder is not None:
         if folder.exists() and not folder.is_dir():

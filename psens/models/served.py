@@ -205,11 +205,8 @@ class ServedModel:
         out["endpoints"] = tuple(endpoints)
         for key in ("concurrency", "max_retries", "top_logprobs"):
             if key in entry:
-                value = entry[key]
-                if key == "max_retries" and value == 0:
-                    out[key] = 0
-                    continue
-                out[key] = check_positive_int(value, where, key)
+                minimum = 0 if key == "max_retries" else 1
+                out[key] = check_positive_int(entry[key], where, key, minimum=minimum)
         if "timeout" in entry:
             t = entry["timeout"]
             if isinstance(t, bool) or not isinstance(t, int | float) or not t > 0:
@@ -305,7 +302,7 @@ class _Endpoint:
             "api_key": os.environ.get(spec.api_key_env) if spec.api_key_env else None,
             "max_response_bytes": 64 * 2**20,  # a whole-vocabulary distribution
         }
-        self.url = url
+        self.url, self.spec = url, spec
         self.v1 = OpenAIClient(url, spec.model, **kw)
         self.root = OpenAIClient(_root(url), spec.model, **kw)
         self.tokens = {"prompt": 0, "cached": 0, "replies": 0}
@@ -313,6 +310,13 @@ class _Endpoint:
 
     def post(self, path: str, body: dict, *, root: bool = False) -> tuple[Any, str | None]:
         data, error, _ = (self.root if root else self.v1)._post(path, body)
+        named = data.get("model") if error is None and isinstance(data, Mapping) else None
+        if isinstance(named, str) and named and named != self.spec.model:
+            raise ServedError(
+                f"{self.spec.name}: the server at {self.url} answered as model {named!r}, not "
+                f"the {self.spec.model!r} asked for; set 'model' of the entry to the served "
+                "model's name (llama-cpp-python: --model_alias, llama-server: --alias)"
+            )
         counts = _prompt_token_counts(data) if error is None else None
         if counts is not None:
             with self._lock:
@@ -702,6 +706,39 @@ def _number(x: Any) -> float | None:
     return float(x)
 
 
+#: How far above 0 a reported log-probability may be (server rounding) before the reply is
+#: refused; an accepted one is rounded down to 0.
+LOGPROB_TOL = 1e-4
+
+
+def _checked(x: Any, name: str, what: str, *, kind: str = "logprob") -> float:
+    """The one check of every number a server returns: a log-probability must be finite
+    and at most 0 (within :data:`LOGPROB_TOL`; returned clipped to 0), a probability in
+    [0, 1]. Anything else raises :class:`ServedError` (the block is recorded as failed,
+    never stored as a number): ``log p = +3`` would make ``p = 20``."""
+    v = _number(x)
+    if kind == "prob":
+        if v is None or not -LOGPROB_TOL <= v <= 1 + LOGPROB_TOL:
+            raise _bad(name, f"{what} is not a probability in [0, 1]", x)
+        return min(max(v, 0.0), 1.0)
+    if v is None or v > LOGPROB_TOL:
+        raise _bad(name, f"{what} is not a log-probability (a finite number <= 0)", x)
+    return min(v, 0.0)
+
+
+def _path(data: Any, *keys: Any) -> Any:
+    """``data[k0][k1]...`` through mappings and lists; None where a level is missing or of
+    another type (a reply's ``null`` or string in place of an object)."""
+    for k in keys:
+        if isinstance(k, int):
+            data = data[k] if isinstance(data, list) and -len(data) <= k < len(data) else None
+        else:
+            data = data.get(k) if isinstance(data, Mapping) else None
+        if data is None:
+            return None
+    return data
+
+
 def _choice(data: Any, name: str) -> Mapping:
     choices = data.get("choices") if isinstance(data, Mapping) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
@@ -728,9 +765,11 @@ def _ask_prompt_logprobs(s: ServedScorer, ep, probe, seq, k):
             raise _bad(s.name, f"prompt_logprobs[{pos}] is not an object", entry)
         lp, best = None, None
         for tid, val in entry.items():
-            x = _number(val.get("logprob") if isinstance(val, Mapping) else val)
-            if x is None:
-                raise _bad(s.name, f"prompt_logprobs[{pos}] holds no number", entry)
+            x = _checked(
+                val.get("logprob") if isinstance(val, Mapping) else val,
+                s.name,
+                f"an entry of prompt_logprobs[{pos}]",
+            )
             best = x if best is None else max(best, x)
             if str(tid) == str(int(seq[pos])):
                 lp = x
@@ -755,16 +794,13 @@ def _ask_echo(s: ServedScorer, ep, probe, seq, k):
     tl = lg.get("token_logprobs") if isinstance(lg, Mapping) else None
     if not isinstance(tl, list) or len(tl) < len(seq):
         raise _bad(s.name, f"token_logprobs is not a list of {len(seq)} entries", data)
-    out = [_number(tl[p]) for p in range(len(seq) - k, len(seq))]
-    if any(x is None for x in out):
-        raise _bad(s.name, "token_logprobs holds a non-number", tl[len(seq) - k :])
+    out = [_checked(tl[p], s.name, "a token_logprobs entry") for p in range(len(seq) - k, len(seq))]
     top = None
     tops = lg.get("top_logprobs")
     if isinstance(tops, list) and len(tops) > len(seq) - k:
         first = tops[len(seq) - k]
         if isinstance(first, Mapping):
-            vals = [_number(v) for v in first.values()]
-            vals = [v for v in vals if v is not None]
+            vals = [_checked(v, s.name, "a top_logprobs entry") for v in first.values()]
             top = max(vals) if vals else None
     return out, top
 
@@ -782,7 +818,7 @@ def _ask_tgi(s: ServedScorer, ep, probe, seq, k):
     data = _need(*ep.post("/generate", body, root=True), "TGI /generate request", s.name)
     if isinstance(data, list) and data:
         data = data[0]
-    prefill = data.get("details", {}).get("prefill") if isinstance(data, Mapping) else None
+    prefill = _path(data, "details", "prefill")
     if not isinstance(prefill, list) or len(prefill) < len(seq):
         raise _bad(s.name, f"details.prefill is not a list of {len(seq)} tokens", data)
     tail = prefill[len(prefill) - len(seq) :]  # a server-added BOS comes first
@@ -793,9 +829,10 @@ def _ask_tgi(s: ServedScorer, ep, probe, seq, k):
             f"{s.name}: the server tokenised the prompt differently from the local tokenizer "
             f"(first difference at token {at}); check that 'tokenizer' is the served model's"
         )
-    out = [_number(tail[p].get("logprob")) for p in range(len(seq) - k, len(seq))]
-    if any(x is None for x in out):
-        raise _bad(s.name, "a prefill logprob is not a number", tail[len(seq) - k :])
+    out = [
+        _checked(tail[p].get("logprob"), s.name, "a prefill logprob")
+        for p in range(len(seq) - k, len(seq))
+    ]
     return out, None
 
 
@@ -823,10 +860,9 @@ def _next_dist_native(s: ServedScorer, ep, seq, n_probs, again: bool = False):
     dist: dict[int, float] = {}
     for t in top:
         tid = t.get("id") if isinstance(t, Mapping) else None
-        x = _number(t.get("logprob")) if isinstance(t, Mapping) else None
-        if not isinstance(tid, int) or x is None:
+        if not isinstance(tid, int) or isinstance(tid, bool):
             raise _bad(s.name, "a top_logprobs entry without id and logprob", t)
-        dist[tid] = x
+        dist[tid] = _checked(t.get("logprob"), s.name, "a top_logprobs logprob")
     return dist
 
 
@@ -841,7 +877,7 @@ def _next_dist_openai(s: ServedScorer, ep, probe, seq, n):
     }
     data = _need(*ep.post("/completions", body), "completions request", s.name)
     if not probe.ids:
-        used = data.get("usage", {}).get("prompt_tokens") if isinstance(data, Mapping) else None
+        used = _path(data, "usage", "prompt_tokens")
         if isinstance(used, int) and used != len(seq):
             raise ServedError(
                 f"{s.name}: the server counted {used} prompt tokens where psens sent "
@@ -851,7 +887,7 @@ def _next_dist_openai(s: ServedScorer, ep, probe, seq, n):
     tops = lg.get("top_logprobs") if isinstance(lg, Mapping) else None
     if not isinstance(tops, list) or not tops or not isinstance(tops[0], Mapping):
         raise _bad(s.name, "no logprobs.top_logprobs[0]", data)
-    return tops[0]
+    return {t: _checked(x, s.name, "a top_logprobs entry") for t, x in tops[0].items()}
 
 
 def _ask_next(s: ServedScorer, ep, probe, seq, k):
@@ -879,8 +915,8 @@ def _ask_next(s: ServedScorer, ep, probe, seq, k):
                         f"{s.name}: the server names tokens by their text and {text!r} is the "
                         "text of several tokens; use a server that takes token ids"
                     )
-                lp = _number(dist.get(text))
-                vals = [v for v in (_number(x) for x in dist.values()) if v is not None]
+                lp = dist.get(text)
+                vals = list(dist.values())
             if top is None and vals:
                 top = max(vals)
             if lp is not None or n == vocab:
@@ -911,9 +947,11 @@ def _generate(s: ServedScorer, ep, probe, ids, m):
         text = data.get("content") if isinstance(data, Mapping) else None
         if not isinstance(text, str):
             raise _bad(s.name, "no 'content'", data)
-        probs = data.get("completion_probabilities") or []
-        new = [p.get("id") for p in probs if isinstance(p, Mapping)]
-        first = _number(probs[0].get("logprob")) if probs else None
+        probs = _path(data, "completion_probabilities") or []
+        if not isinstance(probs, list) or not all(isinstance(p, Mapping) for p in probs):
+            raise _bad(s.name, "completion_probabilities is not a list of objects", data)
+        new = [p.get("id") for p in probs]
+        first = _first_logprob(s, _path(probs, 0, "logprob"))
         if not all(isinstance(i, int) for i in new):
             new = s._tokens(text).tolist()
         return np.asarray(new, dtype=np.int64), text, first
@@ -928,9 +966,11 @@ def _generate(s: ServedScorer, ep, probe, ids, m):
         text = data.get("generated_text") if isinstance(data, Mapping) else None
         if not isinstance(text, str):
             raise _bad(s.name, "no 'generated_text'", data)
-        toks = data.get("details", {}).get("tokens") or []
-        new = [t.get("id") for t in toks if isinstance(t, Mapping)]
-        first = _number(toks[0].get("logprob")) if toks else None
+        toks = _path(data, "details", "tokens") or []
+        if not isinstance(toks, list) or not all(isinstance(t, Mapping) for t in toks):
+            raise _bad(s.name, "details.tokens is not a list of objects", data)
+        new = [t.get("id") for t in toks]
+        first = _first_logprob(s, _path(toks, 0, "logprob"))
         return np.asarray(new, dtype=np.int64), text, first
     body = {
         "model": s.spec.model,
@@ -944,11 +984,15 @@ def _generate(s: ServedScorer, ep, probe, ids, m):
     text = c.get("text")
     if not isinstance(text, str):
         raise _bad(s.name, "choices[0].text is not a string", c)
-    lg = c.get("logprobs") if isinstance(c.get("logprobs"), Mapping) else {}
-    tl = lg.get("token_logprobs") or []
-    first = _number(tl[0]) if tl else None
+    first = _first_logprob(s, _path(c, "logprobs", "token_logprobs", 0))
     new = s.tokenizer(text, add_special_tokens=False)["input_ids"]
     return np.asarray(new, dtype=np.int64), text, first
+
+
+def _first_logprob(s: ServedScorer, x: Any) -> float | None:
+    """The log-probability of a generation's first token: None when the reply gives none,
+    checked (:func:`_checked`) when it does."""
+    return None if x is None else _checked(x, s.name, "the first token's logprob")
 
 
 def _probe_endpoint(s: ServedScorer, ep: _Endpoint) -> _Probe:
@@ -995,7 +1039,7 @@ def _probe_with(s: ServedScorer, ep: _Endpoint) -> _Probe:
     if err is None:
         answered.append("/generate")
         d = data[0] if isinstance(data, list) and data else data
-        if isinstance(d, Mapping) and isinstance(d.get("details", {}).get("prefill"), list):
+        if isinstance(_path(d, "details", "prefill"), list):
             return _Probe("tgi", False)
     # OpenAI-style completions: token ids, then text
     for as_ids in (True, False):
@@ -1014,6 +1058,7 @@ def _probe_with(s: ServedScorer, ep: _Endpoint) -> _Probe:
         tl = lg.get("token_logprobs") if isinstance(lg, Mapping) else None
         if not isinstance(tl, list) or not tl or _number(tl[0]) is None:
             continue
+        _checked(tl[0], s.name, "the probe's token_logprobs[0]")
         if as_ids and _echo_agrees(s, ep, seq, data, tl[0]):
             return _Probe("echo", True)
         return _Probe("next", as_ids, "" if as_ids else "text prompts")
@@ -1044,9 +1089,8 @@ def _echo_agrees(s: ServedScorer, ep: _Endpoint, seq: list[int], reply: Any, lp:
     if err is not None:
         return False
     try:
-        tl = _choice(data, s.name).get("logprobs", {}).get("token_logprobs")
-        x = _number(tl[len(seq)])
-    except (ServedError, AttributeError, IndexError, TypeError):
+        x = _number(_path(_choice(data, s.name), "logprobs", "token_logprobs", len(seq)))
+    except ServedError:
         return False
     return x is not None and abs(x - lp) <= 1e-3 * max(1.0, abs(lp))
 

@@ -182,6 +182,7 @@ def instance_pss(scores: Any, *, dim: str | None = None) -> np.ndarray | xr.Data
     where = "instance_pss"
     if isinstance(scores, xr.DataArray):
         d = find_dim(scores, VARIANT_DIMS, given=dim, where=where)
+        scores = scores.compute()  # a lazily opened (chunked) run: read once, here
         _as_scores(scores.transpose(..., d).values.reshape(-1, scores.sizes[d]), where)
         out = xr.apply_ufunc(
             _pair_gap_mean, scores.astype(float), input_core_dims=[[d]], keep_attrs=True

@@ -514,3 +514,16 @@ def test_client_sampler_drives_an_openai_style_client() -> None:
     assert out == D.client_sampler(Client())("hi", 4, temperature=1.0, max_tokens=7, seed=2)
     with pytest.raises(RuntimeError, match="failed"):
         D.client_sampler(c, chat=False)("hi", 2, temperature=1.0, max_tokens=7, seed=0)
+
+
+def test_highlight_markdown_escapes_item_text(result: xr.Dataset) -> None:
+    """HTML or Markdown in an item's text is shown as text, never run or linked."""
+    hostile = result.copy()
+    hostile.attrs = {**result.attrs, "text": result.attrs["text"] + " <img src=x onerror=alert(1)>"}
+    tokens = hostile["text_token"].values.astype(object)
+    tokens[0] = "[x](javascript:alert(1))"
+    hostile = hostile.assign_coords(text_token=(hostile["text_token"].dims, tokens))
+    md = highlight_markdown(hostile, top=1)
+    assert "<img" not in md and "&lt;img src=x onerror=alert(1)&gt;" in md
+    assert "[x](javascript" not in md and "\\[x\\](javascript:alert(1))" in md
+    assert "**murder**<sup>1.00</sup>" in md  # psens' own markup is kept

@@ -286,3 +286,61 @@ def test_recorder_queries_each_mask_once_and_answers_every_row():
         assert np.array_equal(rec(b), b @ np.arange(1.0, n + 1))
     assert len(asked) == len(set(asked)) == len(rec.values) == 150
     assert np.array_equal(sp.pack_bits(np.stack(rec.masks)), asked)
+
+
+# ----------------------------------------------------------------------------- hostile budgets
+
+
+def _never(bits):
+    raise AssertionError("the game must not be called")
+
+
+def test_a_budget_that_does_not_fit_in_memory_is_refused_before_any_allocation(monkeypatch):
+    """recover(game, 40, 10**9) once died with a raw MemoryError (298 GiB); budgets of
+    1e7-1e8 allocated GBs. Refused up front, naming the largest budget that fits."""
+    from psens.models import scorer
+
+    monkeypatch.setattr(scorer, "_available_ram", lambda: 8.0 * 2**30)
+    per_query = sp._memory_per_query(40, "lasso", None, sp.MAX_FEATURES)
+    most = int(sp.MEMORY_SHARE * 8 * 2**30 // per_query)
+    for budget in (10**9, 10**7, 10**5):
+        with pytest.raises(ValueError, match=f"GiB of RAM available. Pass budget <= {most:,}"):
+            sp.recover(_never, 40, budget)
+    for method in ("spex", "proxyspex"):
+        with pytest.raises(ValueError, match="GiB of RAM available"):
+            sp.recover(_never, 40, 10**9, method=method)
+    assert per_query > 8 * (sp._n_features(40, 2) - 1)  # the feature rows dominate
+    # a budget that fits is not refused by the check (the game runs)
+    calls = []
+    sp.recover(lambda b: calls.append(len(b)) or b.sum(1).astype(float), 6, 40, degree=2)
+    assert sum(calls) == 40
+
+
+def test_lasso_columns_bound_what_the_fit_builds():
+    n, degree, cap = 12, 4, 100
+    d0 = sp._full_degree(n, cap)
+    assert sp._lasso_columns(n, degree, cap) == sp._n_features(n, d0) - 1 + (degree - d0) * cap
+    assert sp._lasso_columns(6, None, sp.MAX_FEATURES) == 2**6 - 1 - 1  # orders 1..5 of 6
+
+
+def test_huge_values_and_bad_seeds_are_refused_in_one_line():
+    with pytest.raises(ValueError, match="beyond 1e\\+100"):
+        sp.recover(lambda b: np.full(len(b), 1e300), 6, 32)
+    bits = np.random.default_rng(0).random((32, 6)) < 0.5
+    with pytest.raises(ValueError, match="beyond 1e\\+100"):
+        sp.fit_queries(bits, np.full(32, 1e300))
+    for seed in (-1, 1.5, "0", True):
+        with pytest.raises(ValueError, match="not a non-negative integer"):
+            sp.recover(_never, 6, 32, seed=seed)
+    with pytest.raises(ValueError, match="max_features"):
+        sp.recover(_never, 6, 32, max_features=0)
+    with pytest.raises(ValueError, match="max_features"):
+        sp.fit_queries(bits, np.ones(32), max_features=0)
+
+
+def test_a_fit_worse_than_the_mean_is_flagged():
+    rng = np.random.default_rng(1)
+    bits = rng.random((8, 3)) < 0.5
+    with pytest.warns(UserWarning, match="cross-validated R² is .* < 0"):
+        _, info = sp.fit_queries(bits, rng.normal(size=8))
+    assert info["cv_r2"] < 0

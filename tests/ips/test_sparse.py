@@ -161,3 +161,70 @@ def test_a_log_of_another_item_is_refused(tmp_path):
         S.sparse_sample(
             FakeScorer(truth), LONG, ["ips1"], budget=20, words=words[::-1], store=tmp_path
         )
+
+
+# ------------------------------------------------------------------- what a query log is keyed by
+
+SHOT = Item("shot", "Which gas do plants take in?", [("A", "oxygen"), ("B", "carbon dioxide")], "B")
+MCQ = Item(
+    "mcq",
+    "Which planet is known as the red planet in our solar system?",
+    [("A", "Venus"), ("B", "Mars"), ("C", "Jupiter")],
+    "B",
+)
+
+
+def _logged(scorer, item, tmp_path, shots=()):
+    words = S.content_words(item)[:6]
+    S.sparse_sample(scorer, item, ["ips1"], budget=16, words=words, store=tmp_path, shots=shots)
+    return words
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["shots", "options", "answer"],
+)
+def test_a_log_is_not_reused_when_what_the_values_depend_on_changed(tmp_path, change):
+    """Same item id, template, scorer name, n and words, but other shots, options or
+    answer: the old values would be returned with 0 prompts scored; refused instead."""
+    truth = {"ips1": SparseInteractions(6, [0, 1], [0.0, 1.0])}
+    words = _logged(FakeScorer(truth), MCQ, tmp_path)
+    kw = dict(budget=16, words=words, store=tmp_path)
+    if change == "shots":
+        kw["shots"] = [SHOT]
+        item = MCQ
+    elif change == "options":
+        item = Item(MCQ.id, MCQ.question, [*MCQ.options[:2], ("C", "Saturn")], MCQ.answer)
+    else:
+        item = Item(MCQ.id, MCQ.question, MCQ.options, "C")
+    scorer = FakeScorer(truth)
+    with pytest.raises(ValueError, match="written for other inputs: the prompt"):
+        S.sparse_sample(scorer, item, ["ips1"], **kw)
+    assert scorer.scored == 0
+    again = FakeScorer(truth)  # the unchanged call still reuses its log
+    S.sparse_sample(again, MCQ, ["ips1"], budget=16, words=words, store=tmp_path)
+    assert again.scored == 0
+
+
+@pytest.mark.filterwarnings("ignore:.*cross-validated R")  # 16 queries of a random model
+def test_a_log_is_not_reused_for_another_model_of_the_same_name(tmp_path):
+    pytest.importorskip("torch")
+    import psens
+    from tests.support import write_tiny_model
+
+    a = write_tiny_model(tmp_path / "one" / "tiny", seed=0)
+    b = write_tiny_model(tmp_path / "two" / "tiny", seed=1)  # same basename, other weights
+    first = psens.models.load(str(a), progress=False)
+    second = psens.models.load(str(b), progress=False)
+    assert first.name == second.name
+    words = _logged(first, MCQ, tmp_path / "logs")
+    with pytest.raises(ValueError, match="written for other inputs: the model"):
+        S.sparse_sample(second, MCQ, ["ips1"], budget=16, words=words, store=tmp_path / "logs")
+    S.sparse_sample(first, MCQ, ["ips1"], budget=16, words=words, store=tmp_path / "logs")
+    half = psens.models.load(str(a), progress=False, dtype="bfloat16")  # same files, other dtype
+    with pytest.raises(ValueError, match="the scoring"):
+        S.sparse_sample(half, MCQ, ["ips1"], budget=16, words=words, store=tmp_path / "logs")
+    masked = psens.models.load(str(a), progress=False, mask_token="<|endoftext|>")
+    if masked.mask.id != first.mask.id:
+        with pytest.raises(ValueError, match="the scoring"):
+            S.sparse_sample(masked, MCQ, ["ips1"], budget=16, words=words, store=tmp_path / "logs")

@@ -74,6 +74,7 @@ class Server:
         self.prompts: list[list[int]] = []  # scored prompts, in arrival order
         self.last: list[int] = []  # the llama-server slot's cached prompt
         self.requests = 0
+        self.tamper = None  # tamper(path, body, reply) -> the reply sent instead
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -87,6 +88,8 @@ class Server:
                     outer.fail_left -= 1
                     return self.reply(outer.fail_status, {"error": "overloaded"})
                 status, data = outer.answer(self.path, body)
+                if outer.tamper is not None:
+                    data = outer.tamper(self.path, body, data)
                 self.reply(status, data)
 
             def do_GET(self):
@@ -495,3 +498,153 @@ def test_every_ips_notebook_reads_a_served_run_like_a_local_one(tiny, server, tm
         assert not _errors(nb, nb.cells[a:b]), (name, _errors(nb, nb.cells[a:b]))
         shown = json.dumps([c.get("outputs", []) for c in nb.cells[a:b]])
         assert "tiny-served" in shown, f"{name} did not show the served run"
+
+
+# ----------------------------------------------------------------------------- hostile replies
+
+KINDS = ("vllm", "tgi", "llama-server", "llama-cpp-python")
+
+
+def _every_float(data, value):
+    """The reply with every float in it replaced by ``value`` (the log-probabilities)."""
+    if isinstance(data, dict):
+        return {k: _every_float(v, value) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_every_float(v, value) for v in data]
+    return value if isinstance(data, float) else data
+
+
+def test_reply_numbers_are_checked():
+    from psens.models.served import LOGPROB_TOL, ServedError, _checked
+
+    assert _checked(-2.5, "m", "x") == -2.5
+    assert _checked(LOGPROB_TOL / 2, "m", "x") == 0.0  # server rounding: clipped to 0
+    assert _checked(0.5, "m", "x", kind="prob") == 0.5
+    for bad in (3.0, 2 * LOGPROB_TOL, float("nan"), float("inf"), "-1", None, True):
+        with pytest.raises(ServedError, match="not a log-probability"):
+            _checked(bad, "m", "x")
+    for bad in (1.5, -0.1, float("nan")):
+        with pytest.raises(ServedError, match="not a probability"):
+            _checked(bad, "m", "x", kind="prob")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_positive_logprob_is_a_failed_request_in_every_mode(tiny, server, kind):
+    """log p = +3 (p = 20) is impossible: refused, never turned into v = 16.1."""
+    from psens.models.served import ServedError
+
+    srv = server(kind)
+    scorer = ServedScorer(_entry(tiny, srv, top_logprobs=3), n_max=4)
+    scorer.probe()
+    srv.tamper = lambda path, body, data: _every_float(data, 3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # text prompts
+        with pytest.raises(ServedError, match="not a log-probability"):
+            scorer.value(EGG, "ips1", [0, 1])
+        with pytest.raises(ServedError, match="not a log-probability"):
+            scorer.predict(EGG, "ips1", generate=False)
+    assert len(scorer.cache) == 0  # nothing wrong kept
+    srv.tamper = lambda path, body, data: _every_float(data, float("nan"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ServedError):
+            scorer.value(EGG, "ips1", [0, 1])
+
+
+def test_a_positive_logprob_makes_failed_blocks_in_a_run(tiny, server, tmp_path):
+    srv = server("vllm")
+    entry = _entry(tiny, srv, max_retries=0, timeout=5)
+    cfg = _run_config(tiny, tmp_path / "r.zarr", [entry])
+    from psens.runner import _SCORERS
+
+    _SCORERS.clear()
+    srv.tamper = lambda path, body, data: (
+        _every_float(data, 3.0) if body.get("prompt_logprobs") and len(body["prompt"]) > 8 else data
+    )  # the probe's short prompt passes; every scored prompt gets log p = +3
+    ds = psens.run(cfg, progress=False, quiet=True)
+    assert (ds.status.values == store.FAILED).all()
+    assert "not a log-probability" in str(ds.error.values[0, 0])
+    assert np.isnan(ds.p_target.values).all()
+    assert not store.verify(tmp_path / "r.zarr").ok or (ds.status.values != store.DONE).all()
+
+
+@pytest.mark.parametrize("kind", ("vllm", "llama-server", "llama-cpp-python"))
+def test_a_reply_naming_another_model_is_refused(tiny, server, kind):
+    from psens.models.served import ServedError
+
+    srv = server(kind)
+    scorer = ServedScorer(_entry(tiny, srv), n_max=4)
+    scorer.probe()
+    srv.tamper = lambda path, body, data: {**data, "model": "another-model"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ServedError, match="answered as model 'another-model'"):
+            scorer.value(EGG, "ips1", [0, 1])
+    fresh = ServedScorer(_entry(tiny, srv), n_max=4)  # refused at the probe too
+    with pytest.raises(ServedError, match="not the 'tiny' asked for"):
+        fresh.probe()
+    srv.tamper = lambda path, body, data: {**data, "model": "tiny"}  # the one asked: fine
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert np.isfinite(ServedScorer(_entry(tiny, srv), n_max=4).value(EGG, "ips1", [0])).all()
+
+
+def test_run_refuses_a_server_naming_another_model_before_the_store(tiny, server, tmp_path):
+    from psens.cli import main
+    from psens.runner import _SCORERS
+
+    srv = server("vllm")
+    srv.tamper = lambda path, body, data: {**data, "model": "another-model"}
+    _SCORERS.clear()
+    toml = tmp_path / "cfg.toml"
+    toml.write_text(
+        f'store = "{tmp_path / "m.zarr"}"\n'
+        f'models = [{{name = "tiny-served", base_url = "{srv.url}", model = "tiny", '
+        f'tokenizer = "{tiny["model"]}"}}]\n'
+        f'dataset = "arc-challenge"\ndataset_path = "{tiny["data"]}"\nsamples = 1\n'
+        'templates = ["ips1", "ips4"]\nn_vars = 4\nsolver = "exact"\ngenerate = false\n'
+    )
+    assert main(["run", str(toml), "--no-progress"]) == 2
+    assert not (tmp_path / "m.zarr").exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "tamper"),
+    [
+        ("tgi", lambda data: {**data, "details": None}),
+        ("llama-server", lambda data: {**data, "completion_probabilities": ["x"]}),
+        ("llama-cpp-python", lambda data: {**data, "choices": [{"text": "", "logprobs": None}]}),
+        ("vllm", lambda data: {**data, "choices": [{"prompt_logprobs": ["x"] * 99}]}),
+    ],
+)
+def test_null_or_string_reply_parts_are_failed_requests(tiny, server, kind, tamper):
+    """null where an object belongs, or a string entry: a ServedError (a failed block),
+    never an AttributeError."""
+    from psens.models.served import ServedError
+
+    srv = server(kind)
+    scorer = ServedScorer(_entry(tiny, srv), n_max=4)
+    scorer.probe()
+    srv.tamper = lambda path, body, data: tamper(data) if isinstance(data, dict) else data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ServedError, match="malformed reply"):
+            scorer.value(EGG, "ips1", [0, 1])
+        with pytest.raises(ServedError, match="malformed reply"):
+            scorer.predict(EGG, "ips1")
+
+
+@pytest.mark.parametrize(
+    ("kind", "tamper"),
+    [
+        ("tgi", lambda data: {**data, "details": None}),
+        ("llama-server", lambda data: {**data, "completion_probabilities": ["x"]}),
+        ("llama-cpp-python", lambda data: {**data, "usage": None, "choices": [None]}),
+    ],
+)
+def test_null_reply_parts_at_the_probe_are_a_refusal_not_a_traceback(tiny, server, kind, tamper):
+    srv = server(kind)
+    srv.tamper = lambda path, body, data: tamper(data) if isinstance(data, dict) else data
+    scorer = ServedScorer(_entry(tiny, srv), n_max=4)
+    with pytest.raises(RuntimeError, match="prompt log-probabilities"):
+        scorer.probe()

@@ -317,3 +317,20 @@ def test_chart_extensions_are_valid_vega_lite(rows):
     assert pss_charts.pss_by_model(table, select="pick", title="t").to_dict()["params"]
     shot = pd.DataFrame({"model": ["a", "a"], "shot": [0, 1], "pss": [0.3, 0.2]})
     assert pss_charts.pss_by_shot(shot, select="pick").to_dict()["params"]
+
+
+def test_pss_of_a_lazily_opened_run_equals_the_loaded_run(tmp_path):
+    """A run opened from its store is chunked (dask): the metric reads it once instead of
+    failing in apply_ufunc."""
+    import psens
+    from psens import store
+    from psens.synthetic import synthetic_run
+
+    path = store.save(synthetic_run(n_samples=4, n_vars=(3,), shots=[0, 1]), tmp_path / "r.zarr")
+    lazy = psens.open_run(path)
+    assert lazy["correct"].chunks is not None
+    got = instance_pss(lazy["correct"])
+    want = instance_pss(lazy["correct"].load())
+    np.testing.assert_array_equal(got.values, want.values)
+    a, b = W.PSSByVariant(psens.open_run(path)), W.PSSByVariant(lazy.load())
+    pd.testing.assert_frame_equal(a.tables["model"], b.tables["model"])
