@@ -1,4 +1,4 @@
-"""The run store: one xarray Dataset per run, persisted as zarr (schema below and in the README).
+"""The run store: one xarray Dataset per run, persisted as zarr (the schema below, written once).
 
 Only this module imports zarr. It owns the schema: the dimension, coordinate and
 variable names below, the schema version, and the checks that refuse a store that is
