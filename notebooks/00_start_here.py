@@ -34,8 +34,7 @@ PSENS_SIZE = os.environ.get("PSENS_SIZE", "")
 
 # %%
 import psens.widgets as pw
-from psens import run_settings
-from psens.ips import aggregate, sample_ips
+from psens.ips.headline import headline_lines
 
 ds = pw.load_run(PSENS_RUN, PSENS_SIZE, tiny=dict(n_samples=6, seed=0))
 print(pw.describe(ds))
@@ -45,14 +44,14 @@ ds
 # ## IPS of each model, overall and by order
 #
 # IPS lies in [0, 2]: 0 when the salient interactions are identical under every template, 2 when every salient interaction flips sign. Low/mid/high are interactions of few, some, many words (§4.3). Runs with few-shot settings are shown at 0 shots here (notebook 04 compares the shots).
+#
+# `ds.psens.headline()` is the run's headline, the same numbers `psens summary` and the report print: what it pools, IPS with its bootstrap CI, the noise floor, accuracy, output consistency and the **caveats**. A model "not above the noise floor" has a template effect that numerical noise alone could give, so nothing about it is a finding; a model giving one answer on most items ("majority answer A on 95 %") has an output consistency that only says it always answers A.
 
 # %%
-tau = run_settings(ds).tau  # the τ the run was made with
-per_sample = sample_ips(ds, tau, orders=("all", "low", "mid", "high"))
-if "shot" in per_sample.dims:
-    per_sample = per_sample.isel(shot=0)
-summary = aggregate(per_sample, "sample")
-table = summary.to_dataframe(name="IPS")[["IPS"]].unstack("order")["IPS"]
+tau = float(ds.attrs.get("tau", 0.1))
+head = ds.psens.headline()
+print("\n".join(headline_lines(head)))
+table = head.pivot(index="model", columns="order", values="ips")
 pw.show(table[["all", "low", "mid", "high"]].round(3), ds)
 
 # %% [markdown]
@@ -63,9 +62,7 @@ print(
     "The paper reports that low-order interactions are the least sensitive and high-order "
     "ones the most (fig. 9)."
 )
-for model, row in table.iterrows():
-    bands = f"low {row['low']:.2f}, mid {row['mid']:.2f}, high {row['high']:.2f}"
-    print(pw.verdict(f"{model}: {bands}", row["low"] < row["mid"] < row["high"], ds))
+print("\n".join(pw.order_verdicts(head, ds)))
 
 # %% [markdown]
 # ## One item: its strongest interactions under two templates

@@ -39,6 +39,7 @@ import altair as alt
 
 import psens
 import psens.widgets as pw
+from psens.ips.headline import headline_lines
 
 # The paper's MCQ setting (§4.1): ARC, five templates (fig. 15), n <= 10 words, tau = 0.1.
 # The paper does not say how many ARC items it used; `samples` is ours to choose.
@@ -64,7 +65,7 @@ ds
 # %% [markdown]
 # ## The metric, directly
 #
-# `psens.ips.ips(ds)` returns per-sample IPS; `psens.ips.aggregate` averages over samples, skipping samples with no salient interaction and saying how many it skipped. Runs with few-shot settings are compared at 0 shots here (notebook 04 and 05 compare the shots).
+# `psens.ips.ips(ds)` returns per-sample IPS; `psens.ips.aggregate` averages over samples, skipping samples with no salient interaction and saying how many it skipped. Runs with few-shot settings are compared at 0 shots here (notebook 04 and 05 compare the shots). `ds.psens.headline()` adds the CI, the noise floor, accuracy and the caveats — the numbers `psens summary` prints.
 
 # %%
 if "shot" in ds.dims:
@@ -73,6 +74,10 @@ per_sample = psens.ips.ips(ds, tau=0.1)
 mean = psens.ips.aggregate(per_sample, "sample")
 print("skipped (model, sample) cells:", mean.attrs["n_skipped"])
 pw.show(mean.to_series().sort_values().round(3).to_frame("IPS"), ds)
+
+# %%
+head = ds.psens.headline()
+print("\n".join(headline_lines(head)))
 
 # %%
 low, high = 1.268, 1.752
@@ -99,14 +104,11 @@ overview
 # %% [markdown]
 # ## IPS against output consistency (fig. 4b)
 #
-# Output consistency is the coarse, output-level metric: the share of samples whose prediction is the same under all templates. The paper finds IPS negatively correlated with it across models; a correlation needs at least three models.
+# Output consistency is the coarse, output-level metric: the share of samples whose prediction is the same under all templates. The paper finds IPS negatively correlated with it across models; a correlation needs at least three models. A model flagged "majority answer X" is consistent only because it gives X to nearly everything: the `caveats` column says so.
 
 # %%
-pred = ds["prediction"].astype(str)
-consistent = (pred == pred.isel(template=0)).all("template").mean("sample")
-ranking = overview.tables["ips"]
-table = ranking[ranking["order"] == "all"][["model", "ips", "kind"]].reset_index(drop=True)
-table["output_consistency"] = consistent.sel(model=table["model"].values).values
+cols = ["model", "ips", "kind", "output_consistency", "majority_share", "caveats"]
+table = head[head["order"] == "all"][[c for c in cols if c in head]].reset_index(drop=True)
 why = pw.lacks(ds, "a correlation across models", models=3, instead="showing the table only")
 if why:
     print(why)

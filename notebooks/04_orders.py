@@ -38,6 +38,7 @@ PSENS_SIZE = os.environ.get("PSENS_SIZE", "")
 import pandas as pd
 
 import psens.widgets as pw
+from psens.ips.headline import headline_lines
 
 # The paper's MCQ setting (§4.1): ARC, five templates (fig. 15), n <= 10 words, tau = 0.1.
 # The paper does not say how many ARC items it used; `samples` is ours to choose.
@@ -70,14 +71,13 @@ orders = pw.OrderIPS(ds)
 orders
 
 # %%
-bands = orders.tables["ips"].pivot(index="model", columns="order", values="ips")
+head = ds.psens.headline()  # the numbers psens summary prints, with the caveats
+print("\n".join(headline_lines(head)))
 print(
     "The paper reports that low-order interactions are the least sensitive and high-order "
     "ones the most (fig. 9)."
 )
-for model, row in bands.iterrows():
-    text = f"{model}: low {row['low']:.2f}, mid {row['mid']:.2f}, high {row['high']:.2f}"
-    print(pw.verdict(text, row["low"] < row["mid"] < row["high"], ds))
+print("\n".join(pw.order_verdicts(head, ds)))
 
 # %% [markdown]
 # ## Across model scales (fig. 11)
@@ -90,7 +90,7 @@ pw.OrderIPS(ds, layout="by_order")
 # %% [markdown]
 # ## What the factors change (fig. 10)
 #
-# $\Delta IPS_{order} = (IPS^A_{order} - IPS^B_{order}) / IPS^B_{order}$ with A the models with the factor and B without. Negative: the factor lowers sensitivity. The paper averages over matched pairs (a base model and its instruct version of the same series and size; every dense and MoE model of one family; each model at k and at 0 shots). Each comparison below runs only when the run has both groups; when the run has no matched pair it compares the group means and says so — two unrelated models then differ in far more than the factor.
+# $\Delta IPS_{order} = (IPS^A_{order} - IPS^B_{order}) / IPS^B_{order}$ with A the models with the factor and B without. Negative: the factor lowers sensitivity. The paper averages over matched pairs (a base model and its instruct version of the same series and size; every dense and MoE model of one family; each model at k and at 0 shots). Each comparison below runs only when the run has a matched pair (`psens.ips.factors.matched_pairs`, the rule notebook 05 uses: instruct and base of one family and size, dense and MoE of one family); otherwise it says what is missing and gives no verdict — two unrelated models differ in far more than the factor.
 
 # %%
 FACTORS = {
@@ -107,12 +107,9 @@ for label, spec in FACTORS.items():
         print(why)
         continue
     w = pw.FactorCompare(ds, by=spec["by"], match=spec["match"])
-    if spec["by"] != "shot" and int(w.tables["delta"]["n_pairs"].max()) == 0:
-        print(
-            f"{label}: this run has no matched pair (same {spec['match']}); comparing the "
-            "group means of different models instead"
-        )
-        w.match = "none"
+    if w.refusal():  # no matched pair: the same refusal as notebook 05, no verdict
+        print(f"{label}: not on this run — {w.refusal()}")
+        continue
     compare[label] = w
 print("comparisons this run supports:", list(compare) or "none")
 

@@ -34,6 +34,7 @@ import psens.widgets as pw
 from psens.ips import charts as ips_charts
 from psens.ips import tables
 from psens.ips.factors import charts as plots
+from psens.ips.headline import headline_lines
 from psens.synthetic import TINY_MODELS
 
 try:  # interactive, offline charts in Jupyter; harmless when run headless
@@ -79,6 +80,15 @@ def attempt(label, analysis):
         print(f"{label}: not on this run — {exc}")
         return None
 
+
+# %% [markdown]
+# ## The run's headline
+#
+# The numbers `psens summary` prints (`ds.psens.headline()`): a model flagged "not above the noise floor" has a template effect that numerical noise alone could give, so a factor comparison involving it is not a finding; "majority answer X on N %" means its output consistency only says it always answers X.
+
+# %%
+head = ds.psens.headline()
+print("\n".join(headline_lines(head)))
 
 # %% [markdown]
 # ## Model metadata

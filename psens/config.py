@@ -17,8 +17,8 @@ Keys
 ``dataset_path``    a local copy of the dataset (jsonl/parquet/save_to_disk), optional
 ``samples``         how many items (a seeded random choice, kept in dataset order) or a list
                     of item ids (default 20)
-``templates``       a set name (``"ips5"``: the paper's five templates, ``"open"``) or a list
-                    of template names (default ``"ips5"``)
+``templates``       a set name (``"ips5"``: the paper's five, ``"fewshot"``: templates 1
+                    and 4, ``"open"``) or a list of template names (default ``"ips5"``)
 ``shots``           few-shot settings, e.g. ``[0, 1, 2, 3]`` (adds a ``shot`` dim; default none)
 ``n_vars``          cap on input variables per item (default 10)
 ``tau``             salience threshold (default 0.1)

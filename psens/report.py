@@ -89,19 +89,18 @@ def report_chart(ds, *, case: dict | None = None):
     from psens._charts import altair
     from psens.ips import charts as plots_ips
     from psens.ips import tables
-    from psens.ips.floor import floor_label, noise_floor
+    from psens.ips.headline import headline
 
     alt = altair()
 
     ds = _prepare(ds)
     tau = run_settings(ds).tau
     models = [str(m) for m in ds["model"].values]
-    per_sample = tables.per_sample_ips(ds, tau)
-    floor = noise_floor(ds, tau=tau)
-    orders = tables.order_ips_table(per_sample, tables.model_meta(ds), floor=floor)
+    orders = headline(ds, tau=tau)  # the numbers of the summary above the charts
     by_order = plots_ips.order_ips_chart(
         orders,
-        title=f"IPS by interaction order (paper §4.3); ticks: noise floor ({floor_label(floor)})",
+        title=f"IPS by interaction order (paper §4.3; {orders.attrs['pools']}); "
+        f"ticks: noise floor ({orders.attrs['floor']})",
     )
     case = case or _case(ds)
     cases = plots_ips.case_study_chart(

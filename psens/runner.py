@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import shutil
 import sys
@@ -53,7 +52,6 @@ from psens import store
 from psens._validation import fail
 from psens.config import RunConfig
 from psens.models.spec import ModelSpec
-from psens.settings import run_settings
 
 __all__ = [
     "block_prompts",
@@ -907,57 +905,26 @@ def _run_dask(cfg: RunConfig, plan: Plan, todo, progress: bool, run_id: str | No
 
 
 def summarize(ds, wall: float | None = None) -> str:
-    """One line per model: IPS (all/low/mid/high) and output consistency over the done
-    blocks, and how many blocks are pending or failed (those are left out)."""
-    from psens.ips import tables
+    """The run's headline (:func:`psens.ips.headline.headline`: IPS overall and by order
+    with CIs at the first shot, what it pools, the noise floor, accuracy, output consistency
+    and the caveats), over the done blocks, and how many blocks are pending or failed
+    (those are left out)."""
+    from psens.ips import solver_names
+    from psens.ips.headline import headline, headline_lines
 
-    ds = ds.load()
-    if "shot" in ds.dims:
-        ds = ds.isel(shot=0)
-    status = ds["status"].values
-    done = status == store.DONE
-    # an unfinished block's prediction (e.g. of an interrupted attempt) is not counted
-    ds = ds.assign(prediction=ds["prediction"].where(ds["status"] == store.DONE, ""))
-    per_sample = tables.per_sample_ips(ds, run_settings(ds).tau)
-    consistency = tables.output_consistency(ds)
-    lines = []
-    for m, name in enumerate(ds["model"].values):
-        values = per_sample.isel(model=m).values[done[m]]  # [sample, order]
-        means = [np.nanmean(col) if np.isfinite(col).any() else np.nan for col in values.T]
-        parts = [f"{x:.3f}" if math.isfinite(x) else "n/a" for x in means]
-        note = _blocks_note(
+    status = np.asarray(ds["status"].values)
+    notes = {
+        str(name): _blocks_note(
             int((status[m] == store.PENDING).sum()), int((status[m] == store.FAILED).sum())
         )
-        lines.append(
-            f"  {name}: IPS {parts[0]} (low {parts[1]}, mid {parts[2]}, high {parts[3]}); "
-            f"output consistency {consistency.iloc[m]:.2f}" + (f"; {note}" if note else "")
-        )
+        for m, name in enumerate(ds["model"].values)
+    }
+    lines = headline_lines(headline(ds), notes)
+    if "solver" in ds.dims:
+        solvers = solver_names(ds)
+        lines[0] = lines[0][:-1] + f"; solver {solvers[0]} of {', '.join(solvers)}:"
     head = "psens run summary" + (f" ({_fmt_time(wall)})" if wall is not None else "") + ":"
-    return "\n".join([head, *lines, *_floor_lines(ds, per_sample)])
-
-
-def _floor_lines(ds, per_sample) -> list[str]:
-    """The noise floor of each model next to its IPS (measured when the run has it, else
-    jitter) and the paired test of IPS against it (:func:`psens.ips.floor.floor_test`)."""
-    from psens.ips import solver_names
-    from psens.ips.floor import floor_label, floor_test, floor_test_line, noise_floor
-
-    floor = noise_floor(ds)
-    test = floor_test(per_sample, floor).set_index(["model", "order"])
-    solvers = solver_names(ds)
-    which = f"; solver {solvers[0]} of {', '.join(solvers)}" if "solver" in ds.dims else ""
-    lines = [f"noise floor ({floor_label(floor)}{which}):"]
-    for name in ds["model"].values:
-        rows = test.loc[str(name)]
-        parts = [
-            f"{x:.3f}" if math.isfinite(x) else "n/a"
-            for x in (float(rows.loc[o, "floor"]) for o in ("all", "low", "mid", "high"))
-        ]
-        lines.append(
-            f"  {name}: floor {parts[0]} (low {parts[1]}, mid {parts[2]}, high {parts[3]}); "
-            + floor_test_line(rows.loc["all"])
-        )
-    return lines
+    return "\n".join([head, *lines])
 
 
 def _blocks_note(pending: int, failed: int) -> str:

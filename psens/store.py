@@ -1,4 +1,4 @@
-"""The run store: one xarray Dataset per run, persisted as zarr (schema below and in the README).
+"""The run store: one xarray Dataset per run, persisted as zarr (the schema below, written once).
 
 Only this module imports zarr. It owns the schema: the dimension, coordinate and
 variable names below, the schema version, and the checks that refuse a store that is
@@ -40,7 +40,8 @@ attrs
 integrity (on disk only; :func:`open_run` leaves them out of the Dataset)
     ``block_checksum`` (model, sample): per block, a JSON object of one blake2b digest per
     data variable, written with the block; the root attr ``psens_checksums``: a digest of
-    every coordinate array (and ``prompt``, ``target``), written at creation. Stores
+    every coordinate array (and ``prompt``, ``target``) and of the root attributes that
+    change numbers (such as ``tau``), written at creation. Stores
     without them (older psens) still open; :func:`verify` then says so.
 
 One (model, sample) block is one chunk of every per-block variable, so a block is

@@ -5,7 +5,7 @@ item, template ips1, n = 8 (256 masked prompts), behind three servers:
 
 - llama-cpp-python's server (prompts as text; it keeps its last prompt's key/value cache);
 - llama.cpp's own ``llama-server`` with one prompt cached per slot (``--cache-ram 0``,
-  the ``cache_prompt`` reuse the ordering is made for), flash attention off as the README
+  the ``cache_prompt`` reuse the ordering is made for), flash attention off as docs/served-models.md
   recommends;
 - ``llama-server`` as it starts by default, which also keeps earlier prompts in host
   memory and restores the best-matching one, so it recovers part of the reuse for any order.
@@ -65,7 +65,7 @@ def _server(kind: str, log: Path) -> tuple[subprocess.Popen, str]:
         ready = f"http://127.0.0.1:{port}/v1/models"
     else:
         cmd = [str(LLAMA_SERVER), "-m", str(_gguf()), *where, "-c", "2048", "-np", "1"]
-        cmd += ["-fa", "off"]  # flash attention's v depends on the batch shape (README)
+        cmd += ["-fa", "off"]  # flash attention: v depends on the batch shape (docs)
         cmd += ["--alias", "smollm2"] + (["--cache-ram", "0"] if kind == "llama-server" else [])
         ready = f"http://127.0.0.1:{port}/health"
     with log.open("wb") as fh:

@@ -281,7 +281,7 @@ def _keys(bits) -> np.ndarray:
 
 
 def summary(df):
-    """Mean per n × method × budget fraction (the README table)."""
+    """Mean per n × method × budget fraction (the table of docs/long-inputs.md)."""
     import pandas as pd
 
     ok = df[df.get("error", pd.Series(index=df.index, dtype=object)).isna()].copy()

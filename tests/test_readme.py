@@ -1,5 +1,6 @@
-"""Every ```python block of README.md runs as written, each in a fresh interpreter, in time;
-the example config of the README's shell blocks parses and is small.
+"""Every ```python block of README.md and of docs/*.md runs as written, each in a fresh
+interpreter, in time; the example config of the README's shell blocks parses and is small;
+the README stays a front door (at most 250 lines) whose links resolve.
 
 Blocks run in a scratch folder that looks like the checkout to them (``data/`` holds links
 to the repository's data, ``runs/`` starts empty), so they may read ``data/...`` and write
@@ -16,13 +17,21 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from tests.support import ROOT, shipped_standin
 
 README = ROOT / "README.md"
-BLOCKS = re.findall(r"^```python\n(.*?)^```", README.read_text(), flags=re.S | re.M)
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+PYTHON = r"^```python\n(.*?)^```"
+BLOCKS = re.findall(PYTHON, README.read_text(), flags=re.S | re.M)
+DOC_BLOCKS = [
+    (page.stem, code)
+    for page in DOCS
+    for code in re.findall(PYTHON, page.read_text(), flags=re.S | re.M)
+]
 BUDGET = float(os.environ.get("PSENS_README_BUDGET", "120"))
 #: what makes a block load a language model (minutes on a loaded 2-core machine)
 MODEL = ("psens.models.load(", "psens.run(")
@@ -33,10 +42,10 @@ def _label(code: str) -> str:
     return re.sub(r"\W+", "-", first)[:40].strip("-")
 
 
-def _params():
-    for k, code in enumerate(BLOCKS):
+def _params(blocks=None):
+    for k, (page, code) in enumerate(blocks or [("readme", b) for b in BLOCKS]):
         marks = [pytest.mark.slow] if any(m in code for m in MODEL) else []
-        yield pytest.param(code, id=f"{k}-{_label(code)}", marks=marks)
+        yield pytest.param(code, id=f"{page}-{k}-{_label(code)}", marks=marks)
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +68,7 @@ def checkout(tmp_path_factory):
 
 
 def test_the_readme_has_python_blocks():
-    assert len(BLOCKS) >= 6
+    assert len(BLOCKS) >= 5 and len(DOC_BLOCKS) >= 5
     assert any("data/runs/arc.nc" in b for b in BLOCKS)
 
 
@@ -69,7 +78,29 @@ def test_no_block_uses_the_demo_store_without_making_it():
             assert "psens.run(" in code or "psens.demo" in code, code
 
 
-@pytest.mark.parametrize("code", list(_params()))
+def test_the_readme_is_a_front_door():
+    text = README.read_text()
+    assert len(text.splitlines()) <= 250
+    first_screen = "\n".join(text.splitlines()[:40])
+    for must in ("make demo", "make test", "make lab", "00_start_here"):
+        assert must in first_screen, must
+    links = re.findall(r"\]\(([^)#]+)\)", text)
+    for page in DOCS:
+        links += [str(Path("docs") / x) for x in re.findall(r"\]\(([^)#:]+)\)", page.read_text())]
+    missing = [x for x in links if not (ROOT / x).exists()]
+    assert missing == [], missing
+
+
+def test_each_docs_page_is_linked_from_the_readme():
+    text = README.read_text()
+    assert [p.name for p in DOCS if f"docs/{p.name}" not in text] == []
+
+
+def test_the_docs_have_python_blocks():
+    assert {"runs", "store-schema", "methods", "long-inputs"} <= {p for p, _ in DOC_BLOCKS}
+
+
+@pytest.mark.parametrize("code", list(_params()) + list(_params(DOC_BLOCKS)))
 def test_readme_python_block_runs(code, checkout):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MPLBACKEND": "Agg"}
     start = time.perf_counter()

@@ -7,10 +7,12 @@ from typing import Any
 
 import altair as alt
 import ipywidgets
+import numpy as np
 import traitlets
 
 from psens._validation import fail
 from psens.ips.charts import factor_chart
+from psens.ips.factors import matched_pairs
 from psens.ips.tables import factor_table, format_value, group_values, model_meta, per_sample_ips
 
 from ._base import ChartWidget, check_run
@@ -21,6 +23,8 @@ __all__ = ["FactorCompare"]
 FACTORS = ("kind", "arch", "shot", "params", "series", "family")
 #: The "without the factor" side the paper uses for each field (group B).
 BASELINES = {"kind": ("base",), "arch": ("moe",), "shot": (0,)}
+#: The paired factor of :func:`psens.ips.factors.matched_pairs` behind each model field.
+PAIRED = {"kind": "instruct_vs_base", "arch": "dense_vs_moe", "params": "scale"}
 
 
 class FactorCompare(ChartWidget):
@@ -34,6 +38,10 @@ class FactorCompare(ChartWidget):
     ``"family"`` for dense vs MoE as in the paper) it is averaged over every A/B pair of
     models that agree on that field. Shot comparisons pair each model with itself.
     Whiskers are bootstrap CIs over samples (:func:`psens.ips.tables.factor_table`).
+    A model factor (``kind``, ``arch``, ``params``) gives a ΔIPS only when the models shown
+    hold a matched pair (:func:`psens.ips.factors.matched_pairs`: instruct and base of one
+    family and size, sizes of one family, dense and MoE of one family); otherwise the
+    status line gives the same refusal as the factor functions and ΔIPS is left out.
 
     Parameters
     ----------
@@ -173,6 +181,17 @@ class FactorCompare(ChartWidget):
             self._cache[key] = per_sample_ips(self.ds, self.tau)
         return self._cache[key]
 
+    def refusal(self) -> str | None:
+        """Why the models shown support no paired verdict on ``by`` (None when they do):
+        the message of :func:`psens.ips.factors.matched_pairs`."""
+        if self.by not in PAIRED:
+            return None
+        try:
+            matched_pairs(self.ds.sel(model=list(self.models)), PAIRED[self.by])
+        except ValueError as exc:
+            return str(exc)
+        return None
+
     def _compute(self) -> dict[str, Any]:
         groups, delta = factor_table(
             self.per_sample(),
@@ -184,14 +203,21 @@ class FactorCompare(ChartWidget):
             models=self.models,
             shot=None if self.by == "shot" else self.shot,
         )
-        return {"groups": groups, "delta": delta}
+        why = self.refusal()
+        if why:  # unmatched models differ in far more than the factor: no ΔIPS
+            delta = delta.assign(rel_change=np.nan, rel_lo=np.nan, rel_hi=np.nan, n_pairs=0)
+        return {"groups": groups, "delta": delta, "refusal": why}
 
     def _chart(self, tables: dict[str, Any]) -> alt.TopLevelMixin:
         pairing = "group means" if self.match == "none" else f"pairs matched on {self.match}"
+        if tables.get("refusal"):
+            pairing = "no matched pair: no ΔIPS"
         title = f"{self.by}: A vs B (τ = {self.tau:.2f}, {pairing})"
         return factor_chart(tables["groups"], tables["delta"], title=title)
 
     def _summary(self, tables: dict[str, Any]) -> str:
+        if tables.get("refusal"):
+            return f"No verdict: {tables['refusal']}"
         d = tables["delta"].set_index("order")
         parts = [f"{o} {d.loc[o, 'rel_change']:+.1%}" for o in d.index]
         g = tables["groups"].drop_duplicates("group")

@@ -240,6 +240,23 @@ def verdict(run: str, holds: bool | None, ds=None) -> str:
     return f"{who}: {run} — {outcome}."
 
 
+def order_verdicts(head, ds=None) -> list[str]:
+    """The fig. 9 claim (low < mid < high) for every model of a headline
+    (:func:`psens.ips.headline.headline`): :func:`verdict` per model, "cannot test" for a
+    model whose IPS is not above its noise floor (its bands are numerical noise)."""
+    from psens.ips.headline import NOT_ABOVE_FLOOR
+
+    out = []
+    for model, rows in head.groupby("model", sort=False):
+        r = rows.set_index("order")["ips"]
+        bands = f"low {r['low']:.3f}, mid {r['mid']:.3f}, high {r['high']:.3f}"
+        if NOT_ABOVE_FLOOR in rows["caveats"].iloc[0]:
+            out.append(verdict(f"{model}: {bands}, {NOT_ABOVE_FLOOR}", None, ds))
+        else:
+            out.append(verdict(f"{model}: {bands}", r["low"] < r["mid"] < r["high"], ds))
+    return out
+
+
 def paper_vs_run(paper: str, run: str, holds: bool | None, ds=None) -> str:
     """``"The paper reports <paper>.\n"`` followed by :func:`verdict`."""
     return f"The paper reports {paper}.\n" + verdict(run, holds, ds)

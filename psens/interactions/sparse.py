@@ -904,7 +904,7 @@ def restricted_and_or(I_and: SparseInteractions) -> SparseAndOr:
     :math:`\hat v`, equal to it when :math:`D` is the whole power set (tested). The exact split
     may place interactions outside :math:`D` (an OR of many words is dense in the AND basis),
     which no query budget ≪ :math:`2^n` can certify; compare with the exact canonical split
-    where n is small (the README's table). The returned split is an optimal vertex (as
+    where n is small (the table of docs/long-inputs.md). The returned split is an optimal vertex (as
     ``method="exact"``), not the least-norm one.
     """
     from scipy import sparse as sp

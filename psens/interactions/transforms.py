@@ -1,6 +1,6 @@
 r"""AND / OR interaction transforms of games on the subset lattice (IPS paper §3.1, app. B–D).
 
-Conventions (README, "Conventions"): a game of ``n`` players is an array ``v[..., 2**n]``
+Conventions (docs/conventions.md): a game of ``n`` players is an array ``v[..., 2**n]``
 indexed by bitmask, bit ``i`` set = player ``i`` kept (unmasked); leading axes
 are batch axes. All transforms cost :math:`O(n 2^n)` per game (in-place
 butterflies, :mod:`psens.interactions._kernels`), never a dense

@@ -7,6 +7,7 @@ Registered on every :class:`xarray.Dataset` when :mod:`psens` is imported::
     ds.psens.labels(sample="q1")                # label of every subset: '{lay, NOT}'
     ds.psens.sel_pair("ips1", "ips4")           # the run at one template pair, by name
     ds.psens.to_frame(salient_only=True, order="low")   # one row per interaction
+    ds.psens.headline()                         # IPS by order, floor, accuracy, caveats
 
 Interactions in :meth:`PsensAccessor.to_frame` carry the quantities of the IPS paper [1]_:
 the raw effect :math:`I(S)`, the normalised :math:`\tilde I(S)` (§3.2, per game over all AND
@@ -140,6 +141,15 @@ class PsensAccessor:
             f"{x}|{y}"
             for x, y in zip(ds["template_a"].values, ds["template_b"].values, strict=True)
         ]
+
+    # ------------------------------------------------------------------------- headline
+
+    def headline(self, **kwargs: Any) -> pd.DataFrame:
+        """The run's headline per model and order band, with what it pools, the noise floor,
+        accuracy and caveats: :func:`psens.ips.headline.headline` (keywords as there)."""
+        from psens.ips.headline import headline
+
+        return headline(self._ds, **kwargs)
 
     # ------------------------------------------------------------------------- tidy rows
 

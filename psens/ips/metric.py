@@ -4,7 +4,7 @@ All functions take raw AND/OR interactions with the template axis second to last
 ``I[..., template, 2**n]`` (NaN on subsets beyond a sample's own ``n``), or a run
 Dataset with named dims (``template``, ``subset``), and return per-sample values.
 
-Conventions (the README's "Conventions" section):
+Conventions (docs/conventions.md):
 
 * Normalisation (§3.2), per game over all AND and OR interactions with :math:`S\neq\emptyset`:
   :math:`\tilde I = \mathrm{sgn}(I)\,(|I| - \min)/(\max - \min)`; the empty set is the bias,

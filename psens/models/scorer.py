@@ -46,7 +46,7 @@ Precision
 Score in float32 (the default). IPS compares salient interactions, which are Möbius
 sums of up to 2^n values of v, and it moves with rounding noise in v: on SmolLM2 the
 IPS between the float32 and the float16 decompositions of the same prompt is ~0.2, and
-with bfloat16 ~1.3 (out of 2), measured in ``make bench`` and the README.
+with bfloat16 ~1.3 (out of 2), measured in ``make bench`` (docs/performance.md).
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from psens.ips.factors.compare import (
     few_shot,
     instruct_vs_base,
     matched_active,
+    matched_pairs,
     scale_series,
 )
 from psens.ips.factors.consistency import (
@@ -80,6 +81,7 @@ __all__ = [
     "ips_by_threshold",
     "ips_vs_consistency",
     "matched_active",
+    "matched_pairs",
     "model_frame",
     # perturbation kinds
     "pair_kinds",

@@ -64,6 +64,7 @@ __all__ = [
     "few_shot",
     "instruct_vs_base",
     "matched_active",
+    "matched_pairs",
     "scale_series",
 ]
 
@@ -377,6 +378,134 @@ def _metadata_instruct_pairs(ds) -> list[tuple[str, str, str]]:
     return out
 
 
+#: What each model factor needs of a pair, and the refusal when the run has none.
+REFUSALS: dict[str, tuple[str, str]] = {
+    "instruct_vs_base": (
+        "the run has no instruct/chat model with its base model (same family, series and size)",
+        "Pass pairs=[(instruct, base), ...] or attach_metadata(ds) first",
+    ),
+    "scale": (
+        "the run has no series with two models of different size (same family and series)",
+        "Pass series={'label': [small, ..., large]} or attach_metadata(ds) first",
+    ),
+    "dense_vs_moe": (
+        "no family has both a dense and a MoE model in the run",
+        "Add models of both architectures, pass families=, or attach_metadata(ds) first",
+    ),
+    "matched_active": (
+        "the run has no (dense, MoE) pair of one family and kind with matched active params",
+        "Pass pairs=[(dense, moe), ...] or attach_metadata(ds) first",
+    ),
+}
+
+
+def _refuse(factor: str) -> None:
+    problem, fix = REFUSALS[factor]
+    fail({"scale": "scale_series"}.get(factor, factor), problem, fix)
+
+
+def _default_series(ds) -> tuple[dict[str, list[str]], str]:
+    series = {k: _present(ds, v) for k, v in P.SCALE_SERIES.items() if len(_present(ds, v)) >= 2}
+    if series:
+        return series, "paper (appendix E.2)"
+    series = _metadata_series(ds)
+    if not series:
+        _refuse("scale")
+    return series, "metadata (series and kind, by params)"
+
+
+def _default_families(ds) -> tuple[dict[str, tuple[list[str], list[str]]], str]:
+    families = {}
+    for fam, (dense, moe) in P.DENSE_MOE_FAMILIES.items():
+        d, m = _present(ds, dense), _present(ds, moe)
+        if d and m:
+            families[fam] = (d, m)
+    if families:
+        return families, "paper (appendix E.2)"
+    f = _meta(ds)
+    for fam, sub in f.groupby(f["family"].astype(str)):
+        d = list(sub.index[sub["arch"].astype(str).str.lower() == "dense"])
+        m = list(sub.index[sub["arch"].astype(str).str.lower() == "moe"])
+        if d and m:
+            families[fam] = (d, m)
+    if not families:
+        _refuse("dense_vs_moe")
+    return families, "metadata (arch within family)"
+
+
+def _matched_active_pairs(ds) -> list[tuple[str, str, str]]:
+    f = _meta(ds)
+    act = f["active_params"].astype(float)
+    pairs = []
+    for name, row in f[f["arch"].astype(str).str.lower() == "moe"].iterrows():
+        cand = f[
+            (f["arch"].astype(str).str.lower() == "dense")
+            & (f["family"] == row["family"])
+            & (f["kind"].map(_tuned) == _tuned(row["kind"]))
+        ]
+        if len(cand):
+            gap = np.abs(np.log(act[cand.index] / float(row["active_params"])))
+            pairs.append((gap.idxmin(), name, "matched"))
+    return pairs
+
+
+def matched_pairs(ds, factor: str) -> tuple[list[tuple[str, str, str]], str]:
+    """The matched model pairs of a run for one model factor, or the refusal.
+
+    The one place that decides whether a run supports a paired verdict (the factor
+    functions, the notebooks and :class:`psens.widgets.FactorCompare` all ask it):
+
+    * ``"instruct_vs_base"`` — an instruct/chat model and its base model: the paper's pairs
+      (appendix E.2) in the run, else the same family, series and size from metadata;
+    * ``"scale"`` — consecutive sizes of one series (same family, series and kind);
+    * ``"dense_vs_moe"`` — every (dense, MoE) pair of one family;
+    * ``"matched_active"`` — dense vs MoE of one family and kind with the closest
+      activated parameters (table 7).
+
+    Returns
+    -------
+    pairs : list of (A, B, group)
+        ``A`` with the factor, ``B`` without (:mod:`psens.ips.factors.pairings`).
+    source : str
+        Where the pairs come from (paper or metadata).
+
+    Raises
+    ------
+    ValueError
+        ``"<factor>: the run has no ... . Pass ..."`` (:data:`REFUSALS`) when the run has
+        no matched pair: two unmatched models differ in far more than the factor.
+    """
+    if factor not in REFUSALS:
+        fail("matched_pairs", f"factor={factor!r} is unknown", f"Use one of {list(REFUSALS)}")
+    if factor == "scale":
+        series, source = _default_series(ds)
+        return [(b, s, lab) for lab, m in series.items() for s, b in pairwise(m)], source
+    if factor == "dense_vs_moe":
+        fams, source = _default_families(ds)
+        return [(d, m, f) for f, (ds_, ms) in fams.items() for d in ds_ for m in ms], source
+    if factor == "instruct_vs_base":
+        fam = _meta(ds)["family"]
+        pairs = [
+            (a, b, str(fam.get(b, "")) or "all")
+            for a, b in P.INSTRUCT_BASE_PAIRS
+            if len(_present(ds, [a, b])) == 2
+        ]
+        source = "paper (appendix E.2)"
+        if not pairs:
+            pairs, source = _metadata_instruct_pairs(ds), "metadata (same family, series and size)"
+    else:
+        pairs = [
+            (d, m, "table 7") for d, m in P.MATCHED_ACTIVE_PAIRS if len(_present(ds, [d, m])) == 2
+        ]
+        source = "paper (table 7)"
+        if not pairs:
+            pairs = _matched_active_pairs(ds)
+            source = "metadata (closest active params, same family and kind)"
+    if not pairs:
+        _refuse(factor)
+    return pairs, source
+
+
 def instruct_vs_base(ds, pairs: Any = None, **kwargs: Any) -> FactorResult:
     """Factor 1 (§4.2, fig. 5): instruct/chat models vs their base models.
 
@@ -396,23 +525,7 @@ def instruct_vs_base(ds, pairs: Any = None, **kwargs: Any) -> FactorResult:
     where = "instruct_vs_base"
     source = "given"
     if pairs is None:
-        fam = _meta(ds)["family"]
-        triples = [
-            (a, b, str(fam.get(b, "")) or "all")
-            for a, b in P.INSTRUCT_BASE_PAIRS
-            if len(_present(ds, [a, b])) == 2
-        ]
-        source = "paper (appendix E.2)"
-        if not triples:
-            triples = _metadata_instruct_pairs(ds)
-            source = "metadata (same family, series and size)"
-        if not triples:
-            fail(
-                where,
-                "the run has no instruct/chat model with its base model",
-                "Pass pairs=[(instruct, base), ...] or attach_metadata(ds) first",
-            )
-        pairs = triples
+        pairs, source = matched_pairs(ds, "instruct_vs_base")
     triples = _as_pairs(pairs, where)
     result = compare_models(
         ds, triples, factor="instruct_vs_base", extra_groups=_all(triples), **kwargs
@@ -456,19 +569,7 @@ def scale_series(ds, series: Mapping[str, Sequence[str]] | None = None, **kwargs
     where = "scale_series"
     source = "given"
     if series is None:
-        series = {
-            k: _present(ds, v) for k, v in P.SCALE_SERIES.items() if len(_present(ds, v)) >= 2
-        }
-        source = "paper (appendix E.2)"
-        if not series:
-            series = _metadata_series(ds)
-            source = "metadata (series and kind, by params)"
-        if not series:
-            fail(
-                where,
-                "the run has no series with two models of different size",
-                "Pass series={'label': [small, ..., large]} or attach_metadata(ds) first",
-            )
+        series, source = _default_series(ds)
     triples = []
     for label, models in series.items():
         models = list(models)
@@ -511,20 +612,7 @@ def dense_vs_moe(
     where = "dense_vs_moe"
     source = "given"
     if families is None:
-        families = {}
-        for fam, (dense, moe) in P.DENSE_MOE_FAMILIES.items():
-            d, m = _present(ds, dense), _present(ds, moe)
-            if d and m:
-                families[fam] = (d, m)
-        source = "paper (appendix E.2)"
-        if not families:
-            f = _meta(ds)
-            for fam, sub in f.groupby(f["family"].astype(str)):
-                d = list(sub.index[sub["arch"].astype(str).str.lower() == "dense"])
-                m = list(sub.index[sub["arch"].astype(str).str.lower() == "moe"])
-                if d and m:
-                    families[fam] = (d, m)
-            source = "metadata (arch within family)"
+        families, source = _default_families(ds)
     triples = []
     for fam, (dense, moe) in families.items():
         if not len(dense) or not len(moe):
@@ -535,11 +623,7 @@ def dense_vs_moe(
             )
         triples += [(d, m, fam) for d in dense for m in moe]
     if not triples:
-        fail(
-            where,
-            "no family has both a dense and a MoE model in the run",
-            "Add models of both architectures, pass families=, or attach_metadata(ds) first",
-        )
+        _refuse("dense_vs_moe")
     result = compare_models(
         ds, triples, factor="dense_vs_moe", extra_groups=_all(triples), **kwargs
     )
@@ -559,32 +643,9 @@ def matched_active(ds, pairs: Any = None, **kwargs: Any) -> FactorResult:
     run; else, for every MoE model, the dense model of the same family and kind (base vs
     instruct/chat) with the closest ``active_params`` (A = dense, B = MoE).
     """
-    where = "matched_active"
     source = "given"
     if pairs is None:
-        pairs = [
-            (d, m, "table 7") for d, m in P.MATCHED_ACTIVE_PAIRS if len(_present(ds, [d, m])) == 2
-        ]
-        source = "paper (table 7)"
-        if not pairs:
-            f = _meta(ds)
-            act = f["active_params"].astype(float)
-            for name, row in f[f["arch"].astype(str).str.lower() == "moe"].iterrows():
-                cand = f[
-                    (f["arch"].astype(str).str.lower() == "dense")
-                    & (f["family"] == row["family"])
-                    & (f["kind"].map(_tuned) == _tuned(row["kind"]))
-                ]
-                if len(cand):
-                    gap = np.abs(np.log(act[cand.index] / float(row["active_params"])))
-                    pairs.append((gap.idxmin(), name, "matched"))
-            source = "metadata (closest active params, same family and kind)"
-        if not pairs:
-            fail(
-                where,
-                "the run has no (dense, MoE) pair of one family and kind",
-                "Pass pairs=[(dense, moe), ...] or attach_metadata(ds) first",
-            )
+        pairs, source = matched_pairs(ds, "matched_active")
     result = compare_models(ds, pairs, factor="matched_active", **kwargs)
     result.settings["pairing"] = source
     return result

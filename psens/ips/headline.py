@@ -1,0 +1,286 @@
+r"""The headline of a run: per model, IPS overall and by order with its CI, what it pools,
+the noise floor, accuracy and the caveats that say when a number is not a finding.
+
+One function, :func:`headline` (also ``ds.psens.headline()``), computes it; ``psens
+summary``, the HTML report, the notebooks and the README print it through
+:func:`headline_lines`, so every surface shows the same numbers.
+
+For each model :math:`m` at one shot count (default: the run's first, the IPS paper's
+0-shot setting):
+
+* IPS by order band :math:`b` — the mean over items of the per-item IPS (eq. 3 of [1]_ over
+  all template pairs), with a percentile bootstrap CI over items
+  (:func:`psens.ips.tables.order_ips_table`);
+* the noise floor and the paired test of IPS against it (:func:`psens.ips.floor.noise_floor`,
+  :func:`psens.ips.floor.floor_test`);
+* accuracy :math:`\frac{1}{|X||T|}\sum_{x,t} \mathbb 1[\hat y(x|t) = y(x)]`, the chance level
+  :math:`\frac{1}{|X|}\sum_x 1/k_x` (:math:`k_x` options of item :math:`x`), the majority
+  answer and its share of all (item, template) predictions, and output consistency (the
+  share of items answered the same under every template, fig. 4b of [1]_).
+
+Caveats, from the data (the ``caveats`` column, ``""`` when none):
+
+* ``"not above the noise floor"`` when the lower end of the CI of IPS − floor (all orders)
+  is at or below 0: the template effect is not told apart from numerical noise, so neither
+  it nor the model's factor effects are findings;
+* ``"majority answer X on N %"`` when one answer is more than :data:`MAJORITY_SHARE` of the
+  predictions: output consistency is then an artefact of always answering X;
+* ``"accuracy at or below chance"``.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from psens._charts import is_synthetic, mark_synthetic
+from psens.ips.metric import ORDER_LEVELS, block_status
+from psens.store import DONE
+
+__all__ = ["MAJORITY_SHARE", "NOT_ABOVE_FLOOR", "chance_level", "headline", "headline_lines"]
+
+#: A model whose most frequent answer exceeds this share of its predictions is flagged.
+MAJORITY_SHARE = 0.8
+#: The caveat of a model whose IPS is not above its noise floor.
+NOT_ABOVE_FLOOR = "not above the noise floor"
+BELOW_CHANCE = "accuracy at or below chance"
+
+_OPTION = re.compile(r"^\s*\(?[A-Z][.):]", flags=re.M)
+
+
+def chance_level(ds, shot: int | None = None) -> float:
+    """Mean over items of :math:`1/k_x`, :math:`k_x` the options of item :math:`x` as its
+    prompt lists them (lines ``A.``, ``A)``, ``(A)``, ``A:`` after the prompt's last blank
+    line, i.e. of the item itself, not of few-shot examples); NaN for open-ended items."""
+    from psens.ips.tables import at_shot
+
+    if "prompt" not in ds.variables:
+        return float("nan")
+    prompt = at_shot(ds["prompt"], shot)
+    if "template" in prompt.dims:
+        prompt = prompt.isel(template=0)
+    ks = np.array([len(_OPTION.findall(str(p).split("\n\n")[-1])) for p in prompt.values.ravel()])
+    return float(np.mean(1.0 / ks[ks > 0])) if (ks > 0).any() else float("nan")
+
+
+def _run_config(ds) -> dict:
+    try:
+        return json.loads(str(ds.attrs.get("config", "") or "{}"))
+    except ValueError:
+        return {}
+
+
+def _scalar_shot(ds) -> int | None:
+    shot = ds.coords.get("shot")
+    return int(shot.values) if shot is not None and shot.ndim == 0 else None
+
+
+def _pools(ds, shot: Any) -> dict:
+    cfg = _run_config(ds)
+    n_t = int(ds.sizes.get("template", 0))
+    done = block_status(ds)
+    return {
+        "shot": None if shot is None else int(shot),
+        "templates": n_t,
+        "pairs": n_t * (n_t - 1) // 2,
+        "items": int(ds.sizes.get("sample", 0)),
+        "items_done": None if done is None else int((done == DONE).any(axis=0).sum()),
+        "dataset": str(ds.attrs.get("dataset", cfg.get("dataset", "")) or ""),
+        "split": str(cfg.get("split") or ""),
+    }
+
+
+def _pools_text(p: dict) -> str:
+    parts = [] if p["shot"] is None else [f"{p['shot']}-shot"]
+    parts.append(f"{p['templates']} templates ({p['pairs']} pairs)")
+    where = " ".join(x for x in (p["dataset"], p["split"]) if x)
+    parts.append(f"{p['items']} items" + (f" of {where}" if where else ""))
+    return ", ".join(parts)
+
+
+def _answers(ds, shot: Any) -> pd.DataFrame:
+    """Accuracy, majority answer and its share per model, over done blocks at ``shot``."""
+    from psens.ips.tables import at_shot
+
+    status = block_status(ds)
+    pred = at_shot(ds["prediction"], shot).transpose("model", "sample", "template")
+    text = np.vectorize(lambda v: "" if v is None or v != v else str(v).strip(), otypes=[object])(
+        np.asarray(pred.values, dtype=object)
+    )
+    correct = None
+    if "correct" in ds.variables:
+        correct = at_shot(ds["correct"], shot).transpose("model", "sample", "template")
+        correct = np.asarray(correct.values, dtype=float)
+    rows = []
+    for m, name in enumerate(ds["model"].values):
+        keep = np.ones(text.shape[1], bool) if status is None else status[m] == DONE
+        answers = text[m, keep].ravel()
+        answers = answers[answers != ""]
+        values, counts = np.unique(answers.astype(str), return_counts=True)
+        top = int(np.argmax(counts)) if counts.size else -1
+        acc = np.nan
+        if correct is not None and keep.any():
+            c = correct[m, keep]
+            acc = float(np.nanmean(c)) if np.isfinite(c).any() else np.nan
+        rows.append(
+            {
+                "model": str(name),
+                "accuracy": acc,
+                "majority_answer": str(values[top]) if top >= 0 else "",
+                "majority_share": float(counts[top] / counts.sum()) if top >= 0 else np.nan,
+                "n_answers": int(counts.sum()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def headline(
+    ds,
+    *,
+    shot: int | None = None,
+    tau: float | None = None,
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: Any = 0,
+) -> pd.DataFrame:
+    """The run's headline: one row per model × order band (``all, low, mid, high``).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run (:func:`psens.open_run`).
+    shot : int, optional
+        Shot count of a run with a ``shot`` dim (default: the first, e.g. 0-shot). Numbers
+        of different shots are never pooled.
+    tau : float, optional
+        Salience threshold (default: the run's ``tau`` attr, 0.1 without one).
+    n_boot, ci, seed
+        Bootstrap resamples, CI level and seed (:mod:`psens.ips.factors.stats`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``model, order, ips, ips_lo, ips_hi, n_used, floor, diff, diff_lo, diff_hi,
+        p_value, above_floor, accuracy, chance, majority_answer, majority_share,
+        output_consistency, caveats`` and the model metadata (model-level columns repeat on
+        each order row; ``caveats`` joins the model's caveats with ``"; "``). ``attrs``:
+        ``pools`` (e.g. ``"0-shot, 5 templates (10 pairs), 8 items of arc-challenge
+        validation"``), ``pooled`` (the same as a dict: shot, templates, pairs, items,
+        items_done, dataset, split), ``tau``, ``floor`` (:func:`psens.ips.floor.floor_label`)
+        and ``synthetic``.
+    """
+    from psens.ips import tables
+    from psens.ips.floor import floor_label, noise_floor
+
+    ds = ds.load()
+    status = block_status(ds)
+    if status is not None and "prediction" in ds.variables:  # unfinished blocks do not count
+        ds = ds.assign(prediction=ds["prediction"].where(ds["status"] == DONE, ""))
+    tau = float(ds.attrs.get("tau", 0.1)) if tau is None else float(tau)
+    if "shot" in ds.dims:
+        shot = int(ds["shot"].values[0]) if shot is None else int(shot)
+        if shot not in [int(s) for s in ds["shot"].values]:
+            from psens._validation import fail
+
+            fail(
+                "headline",
+                f"shot = {shot} is not in the run",
+                f"Use one of {[int(s) for s in ds['shot'].values]}",
+            )
+    else:  # a run already taken at one shot keeps it as a scalar coordinate
+        shot = None
+    pooled = _pools(ds, shot if shot is not None else _scalar_shot(ds))
+    per_sample = tables.per_sample_ips(ds, tau)
+    floor = noise_floor(ds, tau=tau)
+    table = tables.order_ips_table(
+        per_sample, tables.model_meta(ds), shot, floor=floor, n_boot=n_boot, ci=ci, seed=seed
+    )
+    table["above_floor"] = table["diff_lo"] > 0
+    answers = _answers(ds, shot)
+    answers["chance"] = chance_level(ds, shot)
+    answers["output_consistency"] = (
+        tables.output_consistency(ds, shot).reindex(answers["model"]).to_numpy()
+    )
+    overall = table[table["order"] == "all"].set_index("model")["above_floor"]
+    caveats = []
+    for _, r in answers.iterrows():
+        found = []
+        if not bool(overall.get(r["model"], False)):
+            found.append(NOT_ABOVE_FLOOR)
+        if np.isfinite(r["majority_share"]) and r["majority_share"] > MAJORITY_SHARE:
+            found.append(
+                f"majority answer {r['majority_answer']} on {100 * r['majority_share']:.0f} %"
+            )
+        if np.isfinite(r["accuracy"]) and np.isfinite(r["chance"]) and r["accuracy"] <= r["chance"]:
+            found.append(BELOW_CHANCE)
+        caveats.append("; ".join(found))
+    answers["caveats"] = caveats
+    out = table.merge(answers.drop(columns="n_answers"), on="model", how="left")
+    front = ["model", "order", "ips", "ips_lo", "ips_hi", "n_used", "floor", "diff"]
+    front += ["diff_lo", "diff_hi", "p_value", "above_floor", "accuracy", "chance"]
+    front += ["majority_answer", "majority_share", "output_consistency", "caveats"]
+    out = out[front + [c for c in out.columns if c not in front]]
+    out["order"] = pd.Categorical(out["order"], categories=ORDER_LEVELS, ordered=True)
+    names = [str(m) for m in ds["model"].values]
+    out["model"] = pd.Categorical(out["model"], categories=names, ordered=True)
+    out = out.sort_values(["model", "order"]).reset_index(drop=True)
+    out["model"] = out["model"].astype(str)
+    out["order"] = out["order"].astype(str)
+    out.attrs.update(
+        pools=_pools_text(pooled),
+        pooled=pooled,
+        tau=tau,
+        floor=floor_label(floor),
+        synthetic=bool(is_synthetic(ds)),
+    )
+    return mark_synthetic(out, ds)
+
+
+def headline_lines(table: pd.DataFrame, notes: dict[str, str] | None = None) -> list[str]:
+    """:func:`headline` as text: a line saying what it pools, then two lines per model::
+
+        IPS of 0-shot, 5 templates (10 pairs), 8 items of arc-challenge validation; τ = 0.1;
+        noise floor (measured: float32 vs bfloat16 scoring):
+          smollm2-135m-instruct: IPS 1.612 [1.58, 1.64] (low 1.616, mid 1.658, high 1.500);
+            floor 0.858, IPS − floor 0.754 [0.660, 0.875], d_z 4.25, p = 0.0065 (n = 8);
+            accuracy 0.10 (chance 0.25); output consistency 0.75 (A is the majority answer)
+            caveats: majority answer A on 95 %; accuracy at or below chance
+
+    ``notes`` adds text to a model's first line (e.g. its pending blocks).
+    """
+    from psens.ips.floor import floor_test_line
+
+    def num(x, fmt=".3f"):
+        return format(float(x), fmt) if np.isfinite(float(x)) else "n/a"
+
+    notes = notes or {}
+    head = f"IPS of {table.attrs.get('pools', '')}; τ = {table.attrs.get('tau', 0.1):g}"
+    if table.attrs.get("synthetic"):
+        head = "synthetic data — " + head
+    lines = [head + f"; noise floor ({table.attrs.get('floor', '')}):"]
+    for model, rows in table.groupby("model", sort=False):
+        r = rows.set_index("order")
+        a = r.loc["all"]
+        bands = ", ".join(f"{o} {num(r.loc[o, 'ips'])}" for o in ORDER_LEVELS[1:] if o in r.index)
+        consistency = f"output consistency {num(a['output_consistency'], '.2f')}"
+        if "majority answer" in a["caveats"]:
+            consistency += f" ({a['majority_answer']} is the majority answer)"
+        note = f"; {notes[model]}" if notes.get(model) else ""
+        lines.append(
+            f"  {model}: IPS {num(a['ips'])} [{num(a['ips_lo'], '.2f')}, {num(a['ips_hi'], '.2f')}]"
+            f" ({bands}); floor {num(a['floor'])}, {floor_test_line(a)}; "
+            f"accuracy {num(a['accuracy'], '.2f')} (chance {num(a['chance'], '.2f')}); "
+            f"{consistency}{note}"
+        )
+        lines.append(f"    caveats: {a['caveats'] or 'none'}")
+    return lines

@@ -1,0 +1,148 @@
+"""The headline (``ds.psens.headline()``): literal references for accuracy, chance, the
+majority answer and the caveats; the shipped runs' figures as every surface prints them."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import psens
+from psens.ips.headline import NOT_ABOVE_FLOOR, chance_level, headline, headline_lines
+from tests.support import ROOT
+
+ARC = ROOT / "data" / "runs" / "arc.nc"
+MMLU = ROOT / "data" / "runs" / "mmlu.nc"
+
+
+@pytest.fixture(scope="module")
+def arc():
+    return psens.open_run(ARC).load()
+
+
+@pytest.fixture(scope="module")
+def arc_head(arc):
+    return headline(arc)
+
+
+def _fmt(x, digits):
+    return f"{x:.{digits}f}"
+
+
+def test_headline_matches_literal_references(arc, arc_head):
+    from psens.ips import sample_ips
+
+    x = arc.isel(shot=0)
+    per = sample_ips(arc, 0.1, orders=("all", "low", "mid", "high")).isel(shot=0)
+    for m, name in enumerate(arc.model.values):
+        rows = arc_head[arc_head.model == str(name)].set_index("order")
+        # IPS: the mean over items of per-item IPS
+        for order in ("all", "low", "mid", "high"):
+            ref = float(np.nanmean(per.isel(model=m).sel(order=order).values))
+            assert rows.loc[order, "ips"] == pytest.approx(ref, abs=1e-12)
+        # accuracy, majority answer: counted by hand over (item, template)
+        pred = [str(p).strip() for p in x.prediction.isel(model=m).values.ravel()]
+        top = max(set(pred), key=pred.count)
+        assert rows.loc["all", "majority_answer"] == top
+        assert rows.loc["all", "majority_share"] == pytest.approx(pred.count(top) / len(pred))
+        acc = float(np.mean(x.correct.isel(model=m).values))
+        assert rows.loc["all", "accuracy"] == pytest.approx(acc)
+        # output consistency: the same answer under every template
+        p = x.prediction.isel(model=m).values
+        assert rows.loc["all", "output_consistency"] == pytest.approx(
+            np.mean([len(set(r)) == 1 for r in p])
+        )
+    assert chance_level(arc) == pytest.approx(0.25)  # four options per shipped ARC item
+
+
+def test_headline_states_what_it_pools(arc_head):
+    pools = "0-shot, 5 templates (10 pairs), 8 items of arc-challenge validation"
+    assert arc_head.attrs["pools"] == pools
+    assert arc_head.attrs["pooled"]["shot"] == 0 and arc_head.attrs["tau"] == 0.1
+    assert set(arc_head["order"]) == {"all", "low", "mid", "high"}
+
+
+def test_caveats_flag_the_shipped_models(arc_head):
+    cav = arc_head.groupby("model")["caveats"].first()
+    assert NOT_ABOVE_FLOOR in cav["gemma3-270m"]
+    assert NOT_ABOVE_FLOOR not in cav["smollm2-135m-instruct"]
+    assert "majority answer A on 95 %" in cav["smollm2-135m-instruct"]
+    assert "accuracy at or below chance" in cav["smollm2-135m-instruct"]
+    gemma = arc_head[(arc_head.model == "gemma3-270m") & (arc_head.order == "all")].iloc[0]
+    assert gemma["diff_lo"] <= 0 and not gemma["above_floor"]
+
+
+def test_caveats_follow_the_thresholds(arc):
+    """A model answering the right letter everywhere: no chance caveat, a majority one;
+    one far above its floor: no floor caveat."""
+    x = arc.copy(deep=True)
+    target = np.array([str(t).strip() for t in x.target.values])
+    pred = np.broadcast_to(target[None, :, None, None], x.prediction.shape).copy()
+    x["prediction"] = (x.prediction.dims, pred.astype(object))
+    x["correct"] = x.correct * 0 + 1.0
+    x["floor"] = x.floor * 0.0
+    cav = headline(x, n_boot=200).groupby("model")["caveats"].first()
+    for c in cav:
+        assert "chance" not in c and NOT_ABOVE_FLOOR not in c
+        assert "majority answer" not in c  # the targets: D on 4 of 8 items, 50 %
+    x["prediction"] = x.prediction.where(False, "B")
+    assert all("majority answer B on 100 %" in c for c in headline(x, n_boot=200)["caveats"])
+
+
+def test_a_bad_shot_is_refused(arc):
+    with pytest.raises(ValueError, match=r"shot = 2 is not in the run.*Use one of \[0, 1, 3\]"):
+        headline(arc, shot=2)
+
+
+def test_summary_and_report_print_the_headline(arc, arc_head, tmp_path):
+    from psens.report import write_report
+    from psens.runner import summarize
+
+    lines = headline_lines(arc_head)
+    text = summarize(arc)
+    for line in lines:
+        assert line in text
+    html = write_report(arc, tmp_path / "r.html").read_text()
+    assert "not above the noise floor" in html and "majority answer A on 95 %" in html
+    assert arc_head.attrs["pools"] in html
+
+
+def test_cli_summary_names_pools_and_caveats(capsys):
+    from psens.cli import main
+
+    assert main(["summary", str(ARC)]) == 0
+    out = capsys.readouterr().out
+    assert "0-shot, 5 templates (10 pairs), 8 items" in out
+    assert "gemma3-270m" in out and NOT_ABOVE_FLOOR in out and "majority answer A on 95 %" in out
+
+
+def test_the_notebooks_print_the_headline():
+    for name in ("00_start_here", "03_ips_across_models", "04_orders", "05_factors"):
+        assert "ds.psens.headline()" in (ROOT / "notebooks" / f"{name}.py").read_text(), name
+
+
+def _readme_figures():
+    """The README sentence that quotes the shipped runs' headline, as numbers."""
+    text = (ROOT / "README.md").read_text()
+    found = re.findall(r"<!-- headline (\w+) -->(.*?)<!-- /headline -->", text, flags=re.S)
+    assert found, "the README quotes no headline"
+    return found
+
+
+@pytest.mark.parametrize("run", ["arc", "mmlu"])
+def test_readme_headline_figures_are_the_runs(run):
+    """Every number of the README's headline sentence of a run is that run's headline,
+    as ``headline`` computes it now (fails when either drifts)."""
+    quoted = dict(_readme_figures())
+    assert run in quoted, f"the README has no headline of {run}"
+    head = headline(psens.open_run(ROOT / "data" / "runs" / f"{run}.nc"))
+    sentence = " ".join(quoted[run].split())
+    assert head.attrs["pools"] in sentence
+    for model, rows in head.groupby("model"):
+        r = rows.set_index("order")
+        bands = "/".join(_fmt(r.loc[o, "ips"], 2) for o in ("low", "mid", "high"))
+        assert f"IPS {_fmt(r.loc['all', 'ips'], 2)}" in sentence, (model, sentence)
+        assert bands in sentence, (model, bands, sentence)
+        for caveat in filter(None, r.loc["all", "caveats"].split("; ")):
+            assert caveat in sentence, (model, caveat)

@@ -1,0 +1,74 @@
+"""Paired verdicts only from matched pairs: one rule (``matched_pairs``) behind the factor
+functions, the FactorCompare widget and notebook 04's verdict code."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import psens
+import psens.ips.factors as F
+import psens.widgets as pw
+from psens.synthetic import synthetic_run
+from tests.support import ROOT
+
+ARC = ROOT / "data" / "runs" / "arc.nc"
+
+
+def _notebook_04_factors(ds) -> dict:
+    """Run notebook 04's factor-selection cell on ``ds``: the comparisons it gives."""
+    text = (ROOT / "notebooks" / "04_orders.py").read_text()
+    cell = re.search(r"^FACTORS = \{.*?^print\(\"comparisons this run supports", text, re.S | re.M)
+    assert cell, "notebook 04 has no FACTORS cell"
+    scope = {"pw": pw, "ds": ds}
+    exec(cell.group(0) + ': ", list(compare))', scope)
+    return scope["compare"]
+
+
+@pytest.fixture(scope="module")
+def arc():
+    return psens.open_run(ARC).load()
+
+
+def test_the_shipped_run_has_no_matched_instruct_pair(arc):
+    # SmolLM2-135M-Instruct and Gemma-3-270M (base): two families, two sizes
+    with pytest.raises(ValueError, match="no instruct/chat model with its base model"):
+        F.matched_pairs(arc, "instruct_vs_base")
+    with pytest.raises(ValueError, match="no instruct/chat model with its base model"):
+        F.instruct_vs_base(arc, n_boot=20, n_perm=20)
+    w = pw.FactorCompare(arc, by="kind", match="series+params")
+    assert "no instruct/chat model with its base model" in w.refusal()
+    assert "No verdict: instruct_vs_base: the run has no" in w.status.value
+    assert np.isnan(w.tables["delta"]["rel_change"]).all()
+    w.match = "none"  # group means of two unrelated models: still no ΔIPS
+    assert "No verdict" in w.status.value
+
+
+def test_notebook_04_gives_no_instruct_verdict_on_the_shipped_run(arc, capsys):
+    compare = _notebook_04_factors(arc)
+    assert "instruct vs base" not in compare
+    assert "few-shot vs 0-shot" in compare  # each model with itself: a matched comparison
+    out = capsys.readouterr().out
+    assert "instruct vs base: not on this run — instruct_vs_base: the run has no" in out
+
+
+def test_a_matched_pair_gets_a_verdict():
+    ds = synthetic_run(n_samples=4)  # toy-7b-instruct and its base toy-7b
+    pairs, source = F.matched_pairs(ds, "instruct_vs_base")
+    assert [p[:2] for p in pairs] == [("toy-7b-instruct", "toy-7b")] and "metadata" in source
+    compare = _notebook_04_factors(ds)
+    assert "instruct vs base" in compare
+    w = compare["instruct vs base"]
+    assert w.refusal() is None and np.isfinite(w.tables["delta"]["rel_change"]).all()
+    assert "ΔIPS (A vs B)" in w.status.value
+
+
+def test_matched_pairs_refuses_unknown_factors_and_unmatched_scale(arc):
+    with pytest.raises(ValueError, match="factor='size' is unknown"):
+        F.matched_pairs(arc, "size")
+    with pytest.raises(ValueError, match="no series with two models of different size"):
+        F.matched_pairs(arc, "scale")
+    with pytest.raises(ValueError, match="no family has both a dense and a MoE model"):
+        F.matched_pairs(arc, "dense_vs_moe")
