@@ -34,6 +34,7 @@ PSENS_SIZE = os.environ.get("PSENS_SIZE", "")
 
 # %%
 import psens.widgets as pw
+from psens import run_settings
 from psens.ips.headline import headline_lines
 
 ds = pw.load_run(PSENS_RUN, PSENS_SIZE, tiny=dict(n_samples=6, seed=0))
@@ -48,7 +49,7 @@ ds
 # `ds.psens.headline()` is the run's headline, the same numbers `psens summary` and the report print: what it pools, IPS with its bootstrap CI, the noise floor, accuracy, output consistency and the **caveats**. A model "not above the noise floor" has a template effect that numerical noise alone could give, so nothing about it is a finding; a model giving one answer on most items ("majority answer A on 95 %") has an output consistency that only says it always answers A.
 
 # %%
-tau = float(ds.attrs.get("tau", 0.1))
+tau = run_settings(ds).tau  # the τ the run was made with
 head = ds.psens.headline()
 print("\n".join(headline_lines(head)))
 table = head.pivot(index="model", columns="order", values="ips")
