@@ -45,6 +45,7 @@ import pandas as pd
 
 from psens._charts import is_synthetic, mark_synthetic
 from psens.ips.metric import ORDER_LEVELS, block_status
+from psens.settings import run_settings
 from psens.store import DONE
 
 __all__ = ["MAJORITY_SHARE", "NOT_ABOVE_FLOOR", "chance_level", "headline", "headline_lines"]
@@ -186,7 +187,7 @@ def headline(
     status = block_status(ds)
     if status is not None and "prediction" in ds.variables:  # unfinished blocks do not count
         ds = ds.assign(prediction=ds["prediction"].where(ds["status"] == DONE, ""))
-    tau = float(ds.attrs.get("tau", 0.1)) if tau is None else float(tau)
+    tau = run_settings(ds).tau if tau is None else float(tau)
     if "shot" in ds.dims:
         shot = int(ds["shot"].values[0]) if shot is None else int(shot)
         if shot not in [int(s) for s in ds["shot"].values]:
