@@ -164,7 +164,7 @@ def headline(
         Shot count of a run with a ``shot`` dim (default: the first, e.g. 0-shot). Numbers
         of different shots are never pooled.
     tau : float, optional
-        Salience threshold (default: the run's ``tau`` attr, 0.1 without one).
+        Salience threshold (default: the run's own, :func:`psens.settings.run_settings`).
     n_boot, ci, seed
         Bootstrap resamples, CI level and seed (:mod:`psens.ips.factors.stats`).
 
@@ -265,7 +265,7 @@ def headline_lines(table: pd.DataFrame, notes: dict[str, str] | None = None) -> 
         return format(float(x), fmt) if np.isfinite(float(x)) else "n/a"
 
     notes = notes or {}
-    head = f"IPS of {table.attrs.get('pools', '')}; τ = {table.attrs.get('tau', 0.1):g}"
+    head = f"IPS of {table.attrs.get('pools', '')}; τ = {run_settings(table).tau:g}"
     if table.attrs.get("synthetic"):
         head = "synthetic data — " + head
     lines = [head + f"; noise floor ({table.attrs.get('floor', '')}):"]
