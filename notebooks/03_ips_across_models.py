@@ -41,20 +41,8 @@ import psens
 import psens.widgets as pw
 from psens.ips.headline import headline_lines
 
-# The paper's MCQ setting (§4.1): ARC, five templates (fig. 15), n <= 10 words, tau = 0.1.
-# The paper does not say how many ARC items it used; `samples` is ours to choose.
-FULL = dict(
-    store="runs/ips_arc.zarr",
-    models=pw.registry_models(missing_ok=True),  # the 50 models of table 1 (data/models.csv)
-    dataset="arc",
-    split="test",
-    samples=500,
-    templates=["ips1", "ips2", "ips3", "ips4", "ips5"],
-    n_vars=10,
-    tau=0.1,
-    solver="exact",
-    seed=0,
-)
+# PSENS_SIZE=full: the paper's MCQ setting (§4.1, table 1), data/examples/paper_table1.toml
+FULL = pw.paper_config("table1")
 TINY = dict(n_samples=12, seed=0)
 
 ds = pw.load_run(PSENS_RUN, PSENS_SIZE, tiny=TINY, full=FULL)

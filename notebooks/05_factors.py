@@ -46,19 +46,7 @@ pd.set_option("display.width", 160)
 
 N_BOOT, N_PERM = (200, 500) if PSENS_SIZE != "full" else (1000, 2000)
 TINY = dict(models=F.paper_models(TINY_MODELS), n_samples=12, shots=[0, 1, 2, 3], seed=0)
-FULL = dict(
-    store="runs/ips_arc_factors.zarr",
-    models=pw.registry_models(missing_ok=True),
-    dataset="arc",
-    split="test",
-    samples=500,
-    templates=["ips1", "ips2", "ips3", "ips4", "ips5"],
-    shots=[0, 1, 2, 3],
-    n_vars=10,
-    tau=0.1,
-    solver="exact",
-    seed=0,
-)
+FULL = pw.paper_config("fewshot")  # data/examples/paper_fewshot.toml
 # attach_metadata fills empty model metadata (family, kind, arch, size) from models.csv
 ds = F.attach_metadata(pw.load_run(PSENS_RUN, PSENS_SIZE, tiny=TINY, full=FULL))
 print(pw.describe(ds))

@@ -34,18 +34,7 @@ pd.set_option("display.width", 160)
 
 N_BOOT, N_PERM = (200, 500) if PSENS_SIZE != "full" else (1000, 2000)
 TINY = dict(models=F.paper_models(TINY_MODELS), n_samples=12, seed=0)
-FULL = dict(
-    store="runs/ips_arc.zarr",
-    models=pw.registry_models(missing_ok=True),
-    dataset="arc",
-    split="test",
-    samples=500,
-    templates=["ips1", "ips2", "ips3", "ips4", "ips5"],
-    n_vars=10,
-    tau=0.1,
-    solver="exact",
-    seed=0,
-)
+FULL = pw.paper_config("table1")  # data/examples/paper_table1.toml
 ds = F.attach_metadata(pw.load_run(PSENS_RUN, PSENS_SIZE, tiny=TINY, full=FULL))
 if "shot" in ds.dims:
     ds = ds.sel(shot=ds["shot"].values[0])  # the template kinds at 0 shots

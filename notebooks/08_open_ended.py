@@ -35,34 +35,13 @@ PSENS_SIZE = os.environ.get("PSENS_SIZE", "")
 
 
 # %%
-import dataclasses
-
 import psens.widgets as pw
-from psens.prompts import TEMPLATES, register
 
 # Appendix K: Dolly-15k, the Llama-2 family, the instruction template of K.2. IPS needs two
-# or more templates: case and separator variants of it, registered here (appendix L uses
-# paraphrases and reordering instead, which are per-item rewrites).
-base = TEMPLATES["open"]  # "open-case" (upper case) is built in
-register(
-    dataclasses.replace(
-        base, name="open-colon", answer="### Response::", changes=("double-colon",)
-    ),
-    overwrite=True,
-)
-llama2 = [m for m in pw.registry_models(missing_ok=True) if m.startswith("llama-2")]
-FULL = dict(
-    store="runs/ips_dolly.zarr",
-    models=llama2,
-    dataset="dolly",
-    split="train",
-    samples=200,
-    templates=["open", "open-case", "open-colon"],
-    n_vars=10,
-    tau=0.1,
-    solver="exact",
-    seed=0,
-)
+# or more templates: its case and separator variants "open-case" and "open-colon" (built in;
+# appendix L uses paraphrases and reordering instead, which are per-item rewrites). The
+# paper-scale run is data/examples/paper_appendix_k.toml.
+FULL = pw.paper_config("appendix_k")
 
 
 # %% [markdown]

@@ -242,6 +242,15 @@ register(
         description="the appendix K.2 template with upper-case section names",
     )
 )
+register(
+    dataclasses.replace(
+        TEMPLATES["open"],
+        name="open-colon",
+        answer="### Response::",
+        changes=("double-colon",),
+        description="the appendix K.2 template with a doubled colon after the response cue",
+    )
+)
 
 
 def get_template(template: str | Template) -> Template:

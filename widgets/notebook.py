@@ -31,6 +31,7 @@ __all__ = [
     "label_synthetic",
     "lacks",
     "load_run",
+    "paper_config",
     "paper_vs_run",
     "registry_models",
     "show",
@@ -60,6 +61,30 @@ def registry_models(*, missing_ok: bool = False) -> list[str]:
         if missing_ok:
             return []
         raise
+
+
+def paper_config(name: str) -> dict[str, Any]:
+    """The paper-scale run config ``data/examples/paper_<name>.toml`` as a dict, the ``full``
+    argument of :func:`load_run` (the notebooks' ``PSENS_SIZE=full``).
+
+    Examples
+    --------
+    >>> cfg = paper_config("table1")
+    >>> cfg["dataset"], len(cfg["models"])
+    ('arc-challenge', 50)
+    """
+    import tomllib
+
+    folder = _ROOT / "data" / "examples"
+    known = sorted(p.stem[len("paper_") :] for p in folder.glob("paper_*.toml"))
+    path = folder / f"paper_{name}.toml"
+    if not path.is_file():
+        fail(
+            "psens.widgets.paper_config",
+            f"there is no paper config {name!r}",
+            f"Use one of {known}",
+        )
+    return tomllib.loads(path.read_text())
 
 
 def load_run(
