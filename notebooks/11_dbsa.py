@@ -192,7 +192,7 @@ import pandas as pd
 
 import psens.widgets as pw
 from psens.dbsa import ablations as A
-from psens.dbsa import plots as P
+from psens.dbsa import charts as P
 
 pd.set_option("display.precision", 3)
 pw.enable_offline()  # widgets load Vega from the vl-convert bundle, not a CDN

@@ -1,7 +1,7 @@
 """What every chart module shares: the one altair import guard, the palettes, the pick selection.
 
 Chart modules (:mod:`psens.ips.charts`, :mod:`psens.ips.factors.charts`,
-:mod:`psens.pss.charts`, :mod:`psens.eas.charts`, :mod:`psens.dbsa.plots`) and the widgets
+:mod:`psens.pss.charts`, :mod:`psens.eas.charts`, :mod:`psens.dbsa.charts`) and the widgets
 take altair from :func:`altair` so that ``import psens`` works without the ``widgets`` extra
 and a missing altair is reported once, the same way.
 """

@@ -145,6 +145,12 @@ def test_the_names_users_type_keep_working():
     assert callable(psens.run) and callable(psens.open_run) and callable(psens.ips.ips)
     assert callable(psens.pss.pss) and callable(psens.eas.instance_metrics)
     assert callable(psens.dbsa.dbsa)
+    from psens.dbsa.analysis import dbsa  # the DBSA modules' names before the method layout
+    from psens.dbsa.plots import compare_top_k_chart
+    from psens.dbsa.view import dbsa_view
+
+    assert dbsa is psens.dbsa.metric.dbsa and dbsa_view is psens.dbsa.tables.dbsa_view
+    assert compare_top_k_chart is psens.dbsa.charts.compare_top_k_chart
 
 
 def test_each_method_is_a_package_with_its_paper_cited():

@@ -4,7 +4,7 @@ The state (two models, the test statistic, the value shown, k, ...) lives in tra
 change recomputes the two Datasets to show (re-analysing stored embeddings when another
 statistic or distance is picked, cached), then the view: two highlighted texts
 (``ipywidgets.HTML``), the top-k table and a bar chart, all built by the UI-free
-:func:`psens.dbsa.view.dbsa_view`, the chart shown in one long-lived ``alt.JupyterChart``.
+:func:`psens.dbsa.tables.dbsa_view`, the chart shown in one long-lived ``alt.JupyterChart``.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import xarray as xr
 
 from psens._validation import check_in_interval, fail
 from psens.dbsa.ablations import spearman
-from psens.dbsa.analysis import analyse
 from psens.dbsa.distances import STATISTICS
-from psens.dbsa.view import VALUE_LABELS, available_statistics, check_results, dbsa_view
+from psens.dbsa.metric import analyse
+from psens.dbsa.tables import VALUE_LABELS, available_statistics, check_results, dbsa_view
 
 from ._base import BaseWidget
 
@@ -63,7 +63,7 @@ class DBSAHighlights(BaseWidget):
     jchart : altair.JupyterChart
         The bar chart, updated in place.
     tables : dict
-        ``top_k`` (:func:`psens.dbsa.plots.compare_top_k` table) and ``a``, ``b`` (the
+        ``top_k`` (:func:`psens.dbsa.charts.compare_top_k` table) and ``a``, ``b`` (the
         Datasets shown).
     ui : ipywidgets.VBox
 

@@ -13,8 +13,8 @@ distributions are compared with the energy distance and a permutation test.
 
 Modules: :mod:`~psens.dbsa.tokens`, :mod:`~psens.dbsa.neighbours`,
 :mod:`~psens.dbsa.sampling`, :mod:`~psens.dbsa.embeddings`, :mod:`~psens.dbsa.distances`,
-:mod:`~psens.dbsa.analysis`, :mod:`~psens.dbsa.highlight`, :mod:`~psens.dbsa.ablations`,
-:mod:`~psens.dbsa.plots` (altair, imported lazily), :mod:`~psens.dbsa.view` (the
+:mod:`~psens.dbsa.metric`, :mod:`~psens.dbsa.highlight`, :mod:`~psens.dbsa.ablations`,
+:mod:`~psens.dbsa.charts` (altair, imported lazily), :mod:`~psens.dbsa.tables` (the
 two-model comparison a UI shows: highlights, top-k table, chart). The response cache is the shared
 :class:`psens.backends.ResponseCache` (re-exported here). Nothing here imports torch,
 sentence-transformers or altair at import time.
@@ -26,7 +26,8 @@ References
    Intelligence and Statistics (AISTATS), PMLR 258, 2025. arXiv:2512.11573.
 """
 
-from .analysis import analyse, collect, dbsa, resolve_neighbours, select_tokens, top_k
+import sys as _sys
+
 from .distances import (
     cross_distances,
     energy_distance,
@@ -40,6 +41,7 @@ from .distances import (
     wasserstein_1d,
 )
 from .embeddings import Embedder, load_embedder
+from .metric import analyse, collect, dbsa, resolve_neighbours, select_tokens, top_k
 from .neighbours import (
     EmbeddingNeighbours,
     dictionary_neighbours,
@@ -48,8 +50,8 @@ from .neighbours import (
     number_neighbours,
 )
 from .sampling import CachedSampler, ResponseCache, client_sampler, hf_sampler, sample_key
+from .tables import available_statistics, check_results, dbsa_view, shading, table_html
 from .tokens import Token, perturb, tokenize, unique_tokens
-from .view import available_statistics, check_results, dbsa_view, shading, table_html
 
 __all__ = [
     # sampling and embeddings
@@ -94,3 +96,12 @@ __all__ = [
     "unique_tokens",
     "wasserstein_1d",
 ]
+
+# the names three modules had before they took the method layout's names (metric, tables,
+# charts): ``import psens.dbsa.analysis`` keeps working
+from . import charts as _charts
+from . import metric as _metric
+from . import tables as _tables
+
+for _old, _module in (("analysis", _metric), ("plots", _charts), ("view", _tables)):
+    _sys.modules[f"{__name__}.{_old}"] = _module

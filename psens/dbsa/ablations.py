@@ -1,8 +1,8 @@
 r"""Cross-model comparisons and ablations of DBSA (paper §6, table 4, figs 2–4, appendix C).
 
-All functions take analysed or collected DBSA Datasets (see :mod:`psens.dbsa.analysis`) and
-re-run only :func:`~psens.dbsa.analysis.analyse` on the stored embeddings — no model call.
-They return tidy :class:`pandas.DataFrame` objects; :mod:`psens.dbsa.plots` draws them.
+All functions take analysed or collected DBSA Datasets (see :mod:`psens.dbsa.metric`) and
+re-run only :func:`~psens.dbsa.metric.analyse` on the stored embeddings — no model call.
+They return tidy :class:`pandas.DataFrame` objects; :mod:`psens.dbsa.charts` draws them.
 
 Rank correlation is Spearman's ρ between the per-token effect sizes ``E_w`` over the tokens
 that both results tested (ties get average ranks; ρ is NaN when either side is constant or
@@ -27,7 +27,7 @@ import pandas as pd
 import xarray as xr
 
 from .._validation import fail
-from .analysis import _iter_models, analyse
+from .metric import _iter_models, analyse
 
 __all__ = [
     "effect_sizes",

@@ -183,7 +183,7 @@ def highlight(
     Parameters
     ----------
     ds : Dataset
-        Output of :func:`~psens.dbsa.analysis.analyse` / :func:`~psens.dbsa.analysis.dbsa`.
+        Output of :func:`~psens.dbsa.metric.analyse` / :func:`~psens.dbsa.metric.dbsa`.
     top : int, optional
         Shade only the ``top`` tokens with the largest effect size.
     colour : str, default "#d62728"

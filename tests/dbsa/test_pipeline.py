@@ -21,7 +21,7 @@ from psens.dbsa.ablations import (
 )
 from psens.dbsa.highlight import compare_highlights, highlight, highlight_markdown
 from psens.dbsa.neighbours import match_case, parse_synonyms
-from psens.dbsa.view import check_results, table_html
+from psens.dbsa.tables import check_results, table_html
 from tests.support import HOSTILE
 
 TEXT = "John Doe is accused of murder. John Doe is innocent."
@@ -459,7 +459,7 @@ def test_rank_correlations_and_ablations(result: xr.Dataset) -> None:
 
 def test_charts_are_altair_objects(result: xr.Dataset) -> None:
     alt = pytest.importorskip("altair")
-    from psens.dbsa import plots
+    from psens.dbsa import charts as plots
 
     other = D.analyse(result, metric="l1", permutations=9).assign_attrs(model="l1")
     charts = [
@@ -476,7 +476,7 @@ def test_charts_are_altair_objects(result: xr.Dataset) -> None:
 
 def test_core_import_is_light() -> None:
     code = (
-        "import sys, psens.dbsa, psens.dbsa.plots, psens.dbsa.ablations; "
+        "import sys, psens.dbsa, psens.dbsa.charts, psens.dbsa.ablations; "
         "heavy = ('torch', 'altair', 'sentence_transformers', 'transformers', 'ipywidgets'); "
         "bad = [m for m in heavy if m in sys.modules]; "
         "print(bad)"

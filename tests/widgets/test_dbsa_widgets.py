@@ -12,8 +12,8 @@ pytest.importorskip("altair")
 
 import psens.widgets as W
 from psens import dbsa as D
-from psens.dbsa import plots
-from psens.dbsa.plots import compare_top_k, compare_top_k_chart
+from psens.dbsa import charts as plots
+from psens.dbsa.charts import compare_top_k, compare_top_k_chart
 from tests.support import HOSTILE
 
 TEXT = "John Doe is accused of murder in Paris."

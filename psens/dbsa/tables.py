@@ -2,8 +2,8 @@
 
 :func:`dbsa_view` turns two analysed Datasets of the same text into what a comparison shows:
 the two highlighted texts (:func:`~psens.dbsa.highlight.highlight_html`), the top-k table of
-both models (:func:`~psens.dbsa.plots.compare_top_k`) as a DataFrame and as HTML (paper table
-3 layout), and the grouped bar chart (:func:`~psens.dbsa.plots.compare_top_k_chart`). The
+both models (:func:`~psens.dbsa.charts.compare_top_k`) as a DataFrame and as HTML (paper table
+3 layout), and the grouped bar chart (:func:`~psens.dbsa.charts.compare_top_k_chart`). The
 helpers check the input (:func:`check_results`), list the statistics a Dataset can be
 re-analysed with (:func:`available_statistics`) and compute the shading (:func:`shading`).
 Every text taken from the data is HTML-escaped. altair is imported only when the chart is
@@ -28,9 +28,9 @@ import xarray as xr
 
 from .._charts import PICK
 from .._validation import fail
+from .charts import compare_top_k, compare_top_k_chart
 from .distances import STATISTICS
 from .highlight import highlight_html, token_titles
-from .plots import compare_top_k, compare_top_k_chart
 
 __all__ = [
     "COLOUR",
@@ -156,7 +156,7 @@ def table_html(table: pd.DataFrame, k: int) -> str:
     Parameters
     ----------
     table : DataFrame
-        :func:`psens.dbsa.plots.compare_top_k` output (its ``alpha`` in ``attrs``).
+        :func:`psens.dbsa.charts.compare_top_k` output (its ``alpha`` in ``attrs``).
     k : int
         The k of the captions.
 

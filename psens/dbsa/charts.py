@@ -1,7 +1,7 @@
 """Altair charts for DBSA results (paper figs. 2–4, table 4, appendix C).
 
 Every function takes the tidy DataFrames of :mod:`psens.dbsa.ablations` (or
-:func:`~psens.dbsa.analysis.top_k`) and returns an :class:`altair.Chart` without displaying
+:func:`~psens.dbsa.metric.top_k`) and returns an :class:`altair.Chart` without displaying
 it. altair is imported inside the functions, so ``import psens.dbsa`` does not need it.
 
 References
@@ -133,7 +133,7 @@ def sample_size_chart(df: pd.DataFrame) -> Any:
 
 
 def top_k_chart(table: pd.DataFrame) -> Any:
-    """Bar chart of a :func:`~psens.dbsa.analysis.top_k` table, coloured by significance."""
+    """Bar chart of a :func:`~psens.dbsa.metric.top_k` table, coloured by significance."""
     alt = altair()
     need_columns(table, ["token", "effect_size", "p_value", "significant"], "top_k_chart")
     return (
@@ -171,7 +171,7 @@ def compare_top_k(
     Parameters
     ----------
     results : mapping of str to Dataset
-        ``{model name: analysed DBSA Dataset}`` (:func:`~psens.dbsa.analysis.analyse`).
+        ``{model name: analysed DBSA Dataset}`` (:func:`~psens.dbsa.metric.analyse`).
     k : int, default 5
     alpha : float, default 0.05
     p : {"p_value", "p_value_mean", "p_value_combined"}, default "p_value"
