@@ -26,9 +26,7 @@ ranks), Pearson r, Kendall τ-b (from sign matrices), RMSE of ranks and top-k ov
 
 References
 ----------
-.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
-   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
-   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+.. [1] Qin et al., ICML 2026; the full reference is in :mod:`psens.ips`.
 
 The bootstrap CIs and paired tests are psens's addition: [1] reports point estimates.
 """

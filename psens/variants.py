@@ -31,13 +31,8 @@ instruction comes once, then the examples (body + "Answer: <answer>"), then the 
 
 References
 ----------
-.. [1] Zhuo, J., Zhang, S., Fang, X., Duan, H., Lin, D., and Chen, K. "ProSA: Assessing and
-   Understanding the Prompt Sensitivity of LLMs." Findings of the Association for
-   Computational Linguistics: EMNLP 2024, pp. 1950–1976. arXiv:2410.12405.
-.. [2] Muthukumarana, S., Wijenayake, B., Godaliyadda, R., and Ekanayake, P. "Prompt Sensitivity
-   or Evaluation Artifact? A Task-Aware Analysis for Large Language Models." The authors'
-   code and experimental artifacts (GitHub: sayumimuthu/llm-prompt-sensitivity-evaluation-
-   artifact); no arXiv version has been published.
+.. [1] Zhuo et al., ProSA, Findings of EMNLP 2024; the full reference is in :mod:`psens.pss`.
+.. [2] Muthukumarana et al., "Prompt Sensitivity or Evaluation Artifact?"; the full reference is in :mod:`psens.eas`.
 """
 
 from __future__ import annotations

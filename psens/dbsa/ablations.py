@@ -10,9 +10,7 @@ fewer than 3 tokens are shared).
 
 References
 ----------
-.. [1] Rauba, P., Wei, Q., and van der Schaar, M. "Visualizing token importance for black-box
-   language models." Proceedings of the 28th International Conference on Artificial
-   Intelligence and Statistics (AISTATS), PMLR 258, 2025. arXiv:2512.11573.
+.. [1] Rauba et al., AISTATS 2025; the full reference is in :mod:`psens.dbsa`.
 
 Ablations of §6.3–6.5 and appendix C (similarity functions, statistics, sample sizes, neighbours).
 """

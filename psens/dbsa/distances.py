@@ -57,9 +57,7 @@ which respects the dependence between pairs that share a response. For two plain
 
 References
 ----------
-.. [1] Rauba, P., Wei, Q., and van der Schaar, M. "Visualizing token importance for black-box
-   language models." Proceedings of the 28th International Conference on Artificial
-   Intelligence and Statistics (AISTATS), PMLR 258, 2025. arXiv:2512.11573.
+.. [1] Rauba et al., AISTATS 2025; the full reference is in :mod:`psens.dbsa`.
 
 Energy distance E = 2A − B − C (§4; algorithm 1 lines 10–18), the permutation test (appendix
 B.5) and the alternative statistics (mean difference, EMD; appendix B.6).

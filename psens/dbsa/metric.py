@@ -60,9 +60,7 @@ Decisions (the paper is silent or inconsistent)
 
 References
 ----------
-.. [1] Rauba, P., Wei, Q., and van der Schaar, M. "Visualizing token importance for black-box
-   language models." Proceedings of the 28th International Conference on Artificial
-   Intelligence and Statistics (AISTATS), PMLR 258, 2025. arXiv:2512.11573.
+.. [1] Rauba et al., AISTATS 2025; the full reference is in :mod:`psens.dbsa`.
 
 Algorithm 1 (appendix D.1): per token and neighbour, the energy distance between the answer
 embeddings (§4) and its permutation p-value (appendix B.5); averaged over neighbours and

@@ -22,9 +22,7 @@ Numbers and punctuation get rule-based neighbours (:func:`number_neighbours`,
 
 References
 ----------
-.. [1] Rauba, P., Wei, Q., and van der Schaar, M. "Visualizing token importance for black-box
-   language models." Proceedings of the 28th International Conference on Artificial
-   Intelligence and Statistics (AISTATS), PMLR 258, 2025. arXiv:2512.11573.
+.. [1] Rauba et al., AISTATS 2025; the full reference is in :mod:`psens.dbsa`.
 
 Nearest-neighbour token substitution N_k(t_i) of §3.1 (the paper uses GPT-4 synonyms and Ada
 embeddings, appendix D.3).

@@ -27,9 +27,7 @@ Defaults follow appendix D.3: temperature 1, at most 256 new tokens.
 
 References
 ----------
-.. [1] Rauba, P., Wei, Q., and van der Schaar, M. "Visualizing token importance for black-box
-   language models." Proceedings of the 28th International Conference on Artificial
-   Intelligence and Statistics (AISTATS), PMLR 258, 2025. arXiv:2512.11573.
+.. [1] Rauba et al., AISTATS 2025; the full reference is in :mod:`psens.dbsa`.
 
 Monte Carlo samples Ŝ(x) of §3.1 (temperature 1, max length 256 by default, appendix D.3).
 """

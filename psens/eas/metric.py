@@ -30,10 +30,7 @@ bootstrap resamples are drawn in one vectorised call per (group, metric) from
 
 References
 ----------
-.. [1] Muthukumarana, S., Wijenayake, B., Godaliyadda, R., and Ekanayake, P. "Prompt Sensitivity
-   or Evaluation Artifact? A Task-Aware Analysis for Large Language Models." The authors'
-   code and experimental artifacts (GitHub: sayumimuthu/llm-prompt-sensitivity-evaluation-
-   artifact); no arXiv version has been published.
+.. [1] Muthukumarana et al., "Prompt Sensitivity or Evaluation Artifact?"; the full reference is in :mod:`psens.eas`.
 
 Formulas and rules from the repository's README ("Metrics", "Four-zone taxonomy",
 "Structural-factor analysis") and ``study/metrics.py``.

@@ -24,10 +24,7 @@ never counted as a wrong answer; in compat mode it scores as the empty string, a
 
 References
 ----------
-.. [1] Muthukumarana, S., Wijenayake, B., Godaliyadda, R., and Ekanayake, P. "Prompt Sensitivity
-   or Evaluation Artifact? A Task-Aware Analysis for Large Language Models." The authors'
-   code and experimental artifacts (GitHub: sayumimuthu/llm-prompt-sensitivity-evaluation-
-   artifact); no arXiv version has been published.
+.. [1] Muthukumarana et al., "Prompt Sensitivity or Evaluation Artifact?"; the full reference is in :mod:`psens.eas`.
 """
 
 from __future__ import annotations

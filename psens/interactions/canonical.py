@@ -66,11 +66,8 @@ References
 ----------
 .. [1] Mangasarian, O. L., and Meyer, R. R. "Nonlinear perturbation of linear programs."
    SIAM Journal on Control and Optimization 17(6), 745–752, 1979.
-.. [2] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
-   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
-   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
-.. [3] Li, M., and Zhang, Q. "Defining and Quantifying AND-OR Interactions for Faithful and
-   Concise Explanation of DNNs." arXiv:2304.13312, 2023.
+.. [2] Qin et al., ICML 2026; the full reference is in :mod:`psens.ips`.
+.. [3] Li and Zhang, arXiv:2304.13312, 2023; the full reference is in :mod:`psens.interactions`.
 .. [4] Wolfe, P. "Finding the nearest point in a polytope." Mathematical Programming 11,
    128–149, 1976.
 """

@@ -34,17 +34,14 @@ Subsets and masks are ``uint64`` bitmasks (bit ``i`` = word ``i``; n ≤ 64) or 
 
 References
 ----------
-.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
-   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
-   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+.. [1] Qin et al., ICML 2026; the full reference is in :mod:`psens.ips`.
 .. [2] Kang, J. S., Butler, L., Agarwal, A., Erginbas, Y. E., Pedarsani, R., Ramchandran, K.,
    and Yu, B. "SPEX: Scaling Feature Interaction Explanations for LLMs." Proceedings of the
    42nd International Conference on Machine Learning (ICML), 2025. arXiv:2502.13870.
 .. [3] Butler, L., Kang, J. S., Agarwal, A., Erginbas, Y. E., Yu, B., and Ramchandran, K.
    "ProxySPEX: Inference-Efficient Interpretability via Sparse Feature Interactions in
    LLMs." arXiv:2505.17495, 2025.
-.. [4] Li, M., and Zhang, Q. "Defining and Quantifying AND-OR Interactions for Faithful and
-   Concise Explanation of DNNs." arXiv:2304.13312, 2023.
+.. [4] Li and Zhang, arXiv:2304.13312, 2023; the full reference is in :mod:`psens.interactions`.
 """
 
 from __future__ import annotations

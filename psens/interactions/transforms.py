@@ -21,11 +21,8 @@ accepted and returned labelled.
 
 References
 ----------
-.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
-   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
-   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
-.. [2] Li, M., and Zhang, Q. "Defining and Quantifying AND-OR Interactions for Faithful and
-   Concise Explanation of DNNs." arXiv:2304.13312, 2023.
+.. [1] Qin et al., ICML 2026; the full reference is in :mod:`psens.ips`.
+.. [2] Li and Zhang, arXiv:2304.13312, 2023; the full reference is in :mod:`psens.interactions`.
 """
 
 from __future__ import annotations

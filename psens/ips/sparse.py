@@ -42,9 +42,7 @@ differ is refused), and :func:`psens.interactions.sparse.fit_queries` re-fits a 
 
 References
 ----------
-.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
-   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
-   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+.. [1] Qin et al., ICML 2026; the full reference is in :mod:`psens.ips`.
 .. [2] Kang, J. S., Butler, L., Agarwal, A., Erginbas, Y. E., Pedarsani, R., Ramchandran, K.,
    and Yu, B. "SPEX: Scaling Feature Interaction Explanations for LLMs." Proceedings of the
    42nd International Conference on Machine Learning (ICML), 2025. arXiv:2502.13870.

@@ -5,9 +5,7 @@ functions (:func:`psens._charts.altair`), so ``psens`` imports without the ``wid
 
 References
 ----------
-.. [1] Zhuo, J., Zhang, S., Fang, X., Duan, H., Lin, D., and Chen, K. "ProSA: Assessing and
-   Understanding the Prompt Sensitivity of LLMs." Findings of the Association for
-   Computational Linguistics: EMNLP 2024, pp. 1950–1976. arXiv:2410.12405.
+.. [1] Zhuo et al., ProSA, Findings of EMNLP 2024; the full reference is in :mod:`psens.pss`.
 
 PSS per model scale (§3.3, figs. 3–4), per shot count (§3.4, fig. 5), per prompt variant.
 """

@@ -10,9 +10,7 @@ Roles follow the paper's relative change :math:`\\Delta IPS = (IPS_A - IPS_B)/IP
 
 References
 ----------
-.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
-   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
-   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+.. [1] Qin et al., ICML 2026; the full reference is in :mod:`psens.ips`.
 """
 
 from __future__ import annotations
