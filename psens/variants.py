@@ -32,7 +32,8 @@ instruction comes once, then the examples (body + "Answer: <answer>"), then the 
 References
 ----------
 .. [1] Zhuo et al., ProSA, Findings of EMNLP 2024; the full reference is in :mod:`psens.pss`.
-.. [2] Muthukumarana et al., "Prompt Sensitivity or Evaluation Artifact?"; the full reference is in :mod:`psens.eas`.
+.. [2] Muthukumarana et al., "Prompt Sensitivity or Evaluation Artifact?"; the full
+   reference is in :mod:`psens.eas`.
 """
 
 from __future__ import annotations

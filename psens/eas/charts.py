@@ -10,7 +10,8 @@ with bootstrap CIs (fig. 4/5) and signed EAS (fig. 6).
 
 References
 ----------
-.. [1] Muthukumarana et al., "Prompt Sensitivity or Evaluation Artifact?"; the full reference is in :mod:`psens.eas`.
+.. [1] Muthukumarana et al., "Prompt Sensitivity or Evaluation Artifact?"; the full
+   reference is in :mod:`psens.eas`.
 """
 
 from __future__ import annotations

@@ -30,7 +30,8 @@ bootstrap resamples are drawn in one vectorised call per (group, metric) from
 
 References
 ----------
-.. [1] Muthukumarana et al., "Prompt Sensitivity or Evaluation Artifact?"; the full reference is in :mod:`psens.eas`.
+.. [1] Muthukumarana et al., "Prompt Sensitivity or Evaluation Artifact?"; the full
+   reference is in :mod:`psens.eas`.
 
 Formulas and rules from the repository's README ("Metrics", "Four-zone taxonomy",
 "Structural-factor analysis") and ``study/metrics.py``.

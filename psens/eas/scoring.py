@@ -24,7 +24,8 @@ never counted as a wrong answer; in compat mode it scores as the empty string, a
 
 References
 ----------
-.. [1] Muthukumarana et al., "Prompt Sensitivity or Evaluation Artifact?"; the full reference is in :mod:`psens.eas`.
+.. [1] Muthukumarana et al., "Prompt Sensitivity or Evaluation Artifact?"; the full
+   reference is in :mod:`psens.eas`.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@
 
 References
 ----------
-.. [1] Muthukumarana et al., "Prompt Sensitivity or Evaluation Artifact?"; the full reference is in :mod:`psens.eas`.
+.. [1] Muthukumarana et al., "Prompt Sensitivity or Evaluation Artifact?"; the full
+   reference is in :mod:`psens.eas`.
 """
 
 from __future__ import annotations
