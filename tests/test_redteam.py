@@ -96,13 +96,12 @@ def test_export_write_error_is_one_line(saved, tmp_path, capsys, monkeypatch):
 
 
 def test_the_lock_of_a_store_named_through_a_symlink_is_the_same_lock(tmp_path):
-    real = tmp_path / "real"
-    real.mkdir()
-    (tmp_path / "link").symlink_to(real)
-    proc = _hold_lock(real / "r.zarr")
+    real = store.save(synthetic_run(n_samples=2, n_vars=(3,)), tmp_path / "real.zarr")
+    (tmp_path / "link.zarr").symlink_to(real)  # the store itself named through a link
+    proc = _hold_lock(real)
     try:
         with pytest.raises(ValueError, match=f"in use by PID {proc.pid}"):
-            with store.lock(tmp_path / "link" / "r.zarr"):
+            with store.lock(tmp_path / "link.zarr"):
                 pass
     finally:
         proc.kill()

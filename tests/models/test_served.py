@@ -634,6 +634,16 @@ def test_null_or_string_reply_parts_are_failed_requests(tiny, server, kind, tamp
             scorer.predict(EGG, "ips1")
 
 
+def test_a_null_usage_is_no_crash(tiny, local, server):
+    """``usage: null`` (a text-prompt server's token count missing) once raised
+    AttributeError; it only leaves the count unchecked, as a reply without usage does."""
+    srv = server("llama-cpp-python")
+    srv.tamper = lambda path, body, data: {**data, "usage": None}
+    scorer = ServedScorer(_entry(tiny, srv, top_logprobs=3), n_max=4)
+    with pytest.warns(UserWarning, match="sent as text"):
+        _check_equal(scorer, local)
+
+
 @pytest.mark.parametrize(
     ("kind", "tamper"),
     [
