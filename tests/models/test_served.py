@@ -288,7 +288,7 @@ def test_prompt_cache_counts_show_what_the_order_saves(tiny, server):
 
 
 def test_prompt_token_counts_of_each_reply_shape():
-    from psens.models.served import _prompt_token_counts
+    from psens.models.served.replies import _prompt_token_counts
 
     assert _prompt_token_counts({"timings": {"prompt_n": 5, "cache_n": 70}}) == (75, 70)
     usage = {"prompt_tokens": 80, "prompt_tokens_details": {"cached_tokens": 64}}
@@ -515,7 +515,8 @@ def _every_float(data, value):
 
 
 def test_reply_numbers_are_checked():
-    from psens.models.served import LOGPROB_TOL, ServedError, _checked
+    from psens.models.served import LOGPROB_TOL, ServedError
+    from psens.models.served.replies import _checked
 
     assert _checked(-2.5, "m", "x") == -2.5
     assert _checked(LOGPROB_TOL / 2, "m", "x") == 0.0  # server rounding: clipped to 0
