@@ -1,0 +1,139 @@
+"""The run store: one xarray Dataset per run, persisted as zarr (the schema below, written once).
+
+Only this module imports zarr. It owns the schema: the dimension, coordinate and
+variable names below, the schema version, and the checks that refuse a store that is
+not a psens run (or of an unknown version) before anything is read.
+
+Schema (version 1)
+------------------
+dims
+    ``model``, ``sample``, ``template``, ``subset`` (``2**n_max``), ``var`` (``n_max``),
+    ``pair`` (unordered template pairs); ``shot`` when a run has few-shot settings.
+coords
+    ``order(subset)`` popcount; ``word(sample, var)`` the variables ('' beyond n);
+    ``n_vars(sample)``; model metadata ``family, series, kind, arch, params,
+    active_params, mask_token`` (model); ``perturbation(template)``;
+    ``template_a(pair)``, ``template_b(pair)``.
+data variables
+    ``v, I_and, I_or, gamma`` (model, sample, [shot,] template, subset) float64, NaN on
+    subsets beyond a sample's ``n``; ``p_target, confidence, correct`` (… template)
+    float64; ``prediction`` (… template) the option letter chosen (open items: the
+    generated text); ``generated`` (… template) the greedy generated text;
+    ``hidden_cosine, hidden_l2`` (model, sample, [shot,] pair) final-layer hidden-state
+    similarity between the two templates of a pair (appendix H);
+    ``matching_error`` (model, sample) the largest universal-matching error of the block;
+    ``status`` (model, sample) 0 pending / 1 done / 2 failed, with ``error`` text;
+    ``prompt`` (sample, [shot,] template) and ``target`` (sample) the answer text that
+    follows the prompt.
+    With a noise floor (config ``noise_floor``): ``v_floor`` (like ``v``) the log-odds
+    scored again with the model in half precision, and ``floor`` (model, sample, [shot,]
+    template, band) the IPS between the two scorings, per ``band`` = all / low / mid /
+    high (the dim is not called ``order``: that is the popcount coordinate of ``subset``).
+    With a list of solvers (config ``solver = [...]``): ``I_and, I_or, gamma`` (and
+    ``floor``) have a ``solver`` dim before ``template``, one entry per solver, and the
+    attr ``solvers`` holds each solver's settings; ``psens.ips.select_solver`` picks one.
+attrs
+    ``psens_schema = "psens.run"``, ``psens_schema_version``, ``psens_version``, ``tau``,
+    the solver settings (``solver_*``), ``config`` (JSON) and ``config_hash``;
+    ``noise_floor`` (the dtype of the second scoring, only in runs with a floor);
+    ``run_id`` (a uuid drawn when :func:`create` makes the store).
+integrity (on disk only; :func:`open_run` leaves them out of the Dataset)
+    ``block_checksum`` (model, sample): per block, a JSON object of one blake2b digest per
+    data variable, written with the block; the root attr ``psens_checksums``: a digest of
+    every coordinate array (and ``prompt``, ``target``) and of the root attributes that
+    change numbers (such as ``tau``), written at creation. Stores
+    without them (older psens) still open; :func:`verify` then says so.
+
+One (model, sample) block is one chunk of every per-block variable, so a block is
+written (and re-written on resume) without touching any other block; that is what lets
+dask workers write regions in parallel.
+
+Safety
+------
+* :func:`create` writes the new store into a hidden sibling folder and renames it into
+  place, so a kill during creation never leaves a half-made store; ``overwrite`` replaces
+  only a psens store or an empty folder.
+* :func:`lock` holds an OS lock (``flock`` on ``<store>.lock`` beside the store) for a whole
+  run; a second holder is refused with the first one's PID.
+* :func:`write_block` replaces a whole block (variables not given are written empty, a
+  failed block is all NaN) and refuses a writer whose ``run_id`` is not the store's.
+* :func:`verify` re-reads every block and coordinate array and compares the checksums.
+"""
+
+from __future__ import annotations
+
+from psens.store.checksums import (
+    ATTRS_KEY,
+    Verification,
+    verify,
+)
+from psens.store.export import (
+    check_export_target,
+    to_netcdf,
+)
+from psens.store.read import (
+    open_run,
+)
+from psens.store.safety import (
+    lock,
+    remove_leftovers,
+)
+from psens.store.schema import (
+    BLOCK_VARS,
+    CHECKSUM_ATTR,
+    CHECKSUM_VAR,
+    DATA_VARS,
+    DONE,
+    EXPORT_ATTR,
+    FAILED,
+    FLOOR_BANDS,
+    FLOOR_VARS,
+    GAME_VARS,
+    MODEL_META,
+    PAIR_VARS,
+    PENDING,
+    RUN_ID_ATTR,
+    SCHEMA,
+    SCHEMA_VERSION,
+    TEMPLATE_VARS,
+    TEXT_VARS,
+    build,
+)
+from psens.store.write import (
+    create,
+    save,
+    write_block,
+)
+
+__all__ = [
+    "ATTRS_KEY",
+    "BLOCK_VARS",
+    "CHECKSUM_ATTR",
+    "CHECKSUM_VAR",
+    "DATA_VARS",
+    "DONE",
+    "EXPORT_ATTR",
+    "FAILED",
+    "FLOOR_BANDS",
+    "FLOOR_VARS",
+    "GAME_VARS",
+    "MODEL_META",
+    "PAIR_VARS",
+    "PENDING",
+    "RUN_ID_ATTR",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "TEMPLATE_VARS",
+    "TEXT_VARS",
+    "Verification",
+    "build",
+    "check_export_target",
+    "create",
+    "lock",
+    "open_run",
+    "remove_leftovers",
+    "save",
+    "to_netcdf",
+    "verify",
+    "write_block",
+]

@@ -1,0 +1,119 @@
+"""Opening a run: a zarr store or a netCDF export, checked, as one lazy Dataset."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from psens._validation import fail
+from psens.store.checksums import verify
+from psens.store.schema import (
+    BLOCK_VARS,
+    CHECKSUM_ATTR,
+    CHECKSUM_VAR,
+    EXPORT_ATTR,
+    _check_schema,
+    _open_group,
+)
+
+__all__ = ["open_run"]
+
+
+def _open_netcdf(path: Path, where: str, verify: bool):
+    """A netCDF file written by :func:`to_netcdf`, as the Dataset :func:`open_run` gives for
+    the zarr store it came from (text as object arrays, the same checks)."""
+    import xarray as xr
+
+    try:
+        ds = xr.open_dataset(path, engine="h5netcdf", chunks={})
+    except Exception as exc:
+        fail(
+            where,
+            f"{path} is a file but not a netCDF export of a run ({type(exc).__name__}: {exc})",
+            "Pass a .zarr folder written by psens.run or a .nc file written by psens export",
+        )
+    _check_schema(path, ds.attrs, set(ds.variables), where, "netcdf")
+    if verify:  # an export carries no checksums: read every value once
+        try:
+            ds = ds.load()
+        except Exception as exc:
+            fail(where, f"{path} is damaged ({type(exc).__name__}: {exc})", "Export it again")
+    text = [k for k in ds.variables if ds[k].dtype.kind in "OSUT"]
+    ds = ds.assign({k: ds[k].astype(object) for k in text if k in ds.data_vars})
+    coords = {k: (ds[k].astype(object) if k in text else ds[k]).load() for k in ds.coords}
+    ds = ds.assign_coords(coords)
+    # netCDF attrs come back as numpy scalars, and bools (which netCDF lacks) as 0/1
+    ds.attrs = {k: v.item() if isinstance(v, np.generic) else v for k, v in ds.attrs.items()}
+    if "synthetic" in ds.attrs:
+        ds.attrs["synthetic"] = bool(ds.attrs["synthetic"])
+    ds.attrs.pop(EXPORT_ATTR, None)
+    return ds
+
+
+def open_run(path: str | os.PathLike, *, verify: bool = False):
+    """Open a run lazily, refusing anything that is not a psens run of a known schema.
+
+    Parameters
+    ----------
+    path : path to a ``.zarr`` folder written by :func:`psens.run`, or a netCDF file
+        written by :func:`to_netcdf` (``psens export``).
+    verify : bool
+        First check every block and coordinate array against its checksum
+        (:func:`psens.store.verify`, which reads the whole store) and refuse a damaged
+        store, naming the damaged (model, sample) blocks. A netCDF export has no checksums:
+        every value is read once, and a file that cannot be read is refused.
+
+    Returns
+    -------
+    xarray.Dataset (dask-backed)
+    """
+    import xarray as xr
+
+    path = Path(path)
+    where = "psens.open_run"
+    if path.is_file():
+        return _open_netcdf(path, where, verify)
+    _open_group(path, where)
+    if verify:
+        found = _verify(path)
+        if not found.ok:
+            fix = (
+                "Start the run over (psens run --overwrite)"
+                if found.damaged_arrays
+                else "Run the same config again (psens run) to recompute them; "
+                "psens verify STORE lists what is wrong"
+            )
+            fail(where, f"{path} is damaged: {found.brief()}", fix)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            ds = xr.open_zarr(path, consolidated=True)
+        except Exception as exc:
+            fail(
+                where,
+                f"{path} could not be read ({type(exc).__name__}: {exc})",
+                "The store is damaged: delete it and run again (a run resumes block by block)",
+            )
+    ds = ds.drop_vars(CHECKSUM_VAR, errors="ignore")
+    ds.attrs.pop(CHECKSUM_ATTR, None)
+    missing = [v for v in (*BLOCK_VARS, "prompt", "target") if v not in ds]
+    if missing:
+        fail(where, f"{path} lacks the variables {missing}", "The store is damaged: run again")
+    # numpy's StringDType (how zarr v3 returns text) becomes object, as in built runs
+    text = [k for k in ds.variables if ds[k].dtype.kind == "T"]
+    ds = ds.assign({k: ds[k].astype(object) for k in text if k in ds.data_vars})
+    try:
+        coords = {k: (ds[k].astype(object) if k in text else ds[k]).load() for k in ds.coords}
+    except Exception as exc:  # a damaged coordinate chunk (codec errors vary)
+        fail(
+            where,
+            f"{path} is damaged: its coordinates could not be read ({type(exc).__name__})",
+            "See psens verify STORE; start the run over (psens run --overwrite)",
+        )
+    return ds.assign_coords(coords)
+
+
+_verify = verify

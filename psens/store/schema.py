@@ -1,0 +1,298 @@
+"""The run store's schema, shared by both engines: names, the in-memory Dataset of a run
+(:func:`build`), attribute encoding, and the one schema check of zarr stores and netCDF
+exports (the "common" module beside one module per engine, as xarray lays out its backends).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from psens._validation import fail
+
+__all__ = [
+    "BLOCK_VARS",
+    "CHECKSUM_ATTR",
+    "CHECKSUM_VAR",
+    "DATA_VARS",
+    "FLOOR_BANDS",
+    "FLOOR_VARS",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "build",
+]
+
+
+SCHEMA = "psens.run"
+
+
+SCHEMA_VERSION = 1
+
+
+PENDING, DONE, FAILED = 0, 1, 2
+
+
+GAME_VARS = ("v", "I_and", "I_or", "gamma")
+
+
+TEMPLATE_VARS = ("p_target", "confidence", "correct")
+
+
+TEXT_VARS = ("prediction", "generated")
+
+
+PAIR_VARS = ("hidden_cosine", "hidden_l2")
+
+
+#: the noise floor's variables (only in runs with ``noise_floor``) and its ``band`` labels
+FLOOR_VARS = ("v_floor", "floor")
+
+
+FLOOR_BANDS = ("all", "low", "mid", "high")
+
+
+#: every variable written per (model, sample) block (all runs have them)
+BLOCK_VARS = (*GAME_VARS, *TEMPLATE_VARS, *TEXT_VARS, *PAIR_VARS, "matching_error", "status")
+
+
+#: the values of a block, in checksum order (``status`` is the commit flag, written last);
+#: a variable the store does not have (the floor's, or in an older store) is left out
+DATA_VARS = (
+    *GAME_VARS,
+    *TEMPLATE_VARS,
+    *TEXT_VARS,
+    *PAIR_VARS,
+    "matching_error",
+    "error",
+    *FLOOR_VARS,
+)
+
+
+#: per-block checksums (on disk only) and the root attr with the coordinates' checksums
+CHECKSUM_VAR = "block_checksum"
+
+
+CHECKSUM_ATTR = "psens_checksums"
+
+
+RUN_ID_ATTR = "run_id"
+
+
+#: name tags of the hidden sibling folders of a store being created or replaced
+_SIBLING_TAGS = ("creating", "replaced")
+
+
+#: bytes of one array read at once while verifying (a slab of samples of one model)
+_SLAB_BYTES = 1 << 26
+
+
+MODEL_META = ("family", "series", "kind", "arch", "params", "active_params", "mask_token")
+
+
+def _obj(values) -> np.ndarray:
+    """Strings as object arrays (zarr v3 variable-length UTF-8)."""
+    return np.asarray(values, dtype=object)
+
+
+def _dims(shots: bool, *tail: str) -> tuple[str, ...]:
+    return ("model", "sample", *(("shot",) if shots else ()), *tail)
+
+
+def build(
+    *,
+    models: Sequence[str],
+    samples: Sequence[str],
+    templates: Sequence[str],
+    words: Sequence[Sequence[str]],
+    prompts: np.ndarray,
+    targets: Sequence[str],
+    n_max: int,
+    shots: Sequence[int] | None = None,
+    model_meta: Mapping[str, Sequence[Any]] | None = None,
+    perturbation: Sequence[str] | None = None,
+    attrs: Mapping[str, Any] | None = None,
+    lazy: bool = False,
+    noise_floor: str | None = None,
+    solvers: Sequence[str] | None = None,
+):
+    """An empty run Dataset of the schema (all blocks pending, values NaN).
+
+    ``prompts`` has shape ``(sample, template)`` or ``(sample, shot, template)``.
+    ``noise_floor`` (a dtype name) adds ``v_floor``, ``floor`` and the ``band`` dim, and
+    the attr ``noise_floor``. ``solvers`` (a list of solver names) adds the ``solver`` dim
+    to the interactions (``I_and``, ``I_or``, ``gamma``, ``floor``).
+    ``lazy=True`` backs the large variables with chunked dask arrays (one chunk per
+    (model, sample) block) so that :func:`create` writes the store without allocating it.
+    """
+    import xarray as xr
+
+    has_shots = shots is not None
+    n_m, n_s, n_t = len(models), len(samples), len(templates)
+    n_shot = len(shots) if has_shots else 0
+    size = 1 << n_max
+    i, j = np.triu_indices(n_t, k=1)
+    lead = (n_m, n_s, *((n_shot,) if has_shots else ()))
+    block = (1, 1, *((n_shot,) if has_shots else ()))
+
+    def full(shape, chunks, dtype=np.float64, fill=np.nan):
+        if lazy:
+            import dask.array as da
+
+            return da.full(shape, fill, dtype=dtype, chunks=chunks)
+        return np.full(shape, fill, dtype=dtype)
+
+    data = {}
+    mid = ("solver",) if solvers is not None else ()  # the solver dim of the interactions
+    n_sv = (len(solvers),) if solvers is not None else ()
+    for name in GAME_VARS:
+        by = () if name == "v" else mid
+        n_by = () if name == "v" else n_sv
+        data[name] = (
+            _dims(has_shots, *by, "template", "subset"),
+            full((*lead, *n_by, n_t, size), (*block, *n_by, n_t, size)),
+        )
+    for name in TEMPLATE_VARS:
+        data[name] = (_dims(has_shots, "template"), full((*lead, n_t), (*block, n_t)))
+    for name in TEXT_VARS:
+        data[name] = (_dims(has_shots, "template"), np.full((*lead, n_t), "", object))
+    for name in PAIR_VARS:
+        data[name] = (_dims(has_shots, "pair"), full((*lead, len(i)), (*block, len(i))))
+    if noise_floor:
+        n_b = len(FLOOR_BANDS)
+        data["v_floor"] = (
+            _dims(has_shots, "template", "subset"),
+            full((*lead, n_t, size), (*block, n_t, size)),
+        )
+        data["floor"] = (
+            _dims(has_shots, *mid, "template", "band"),
+            full((*lead, *n_sv, n_t, n_b), (*block, *n_sv, n_t, n_b)),
+        )
+    data["matching_error"] = (("model", "sample"), full((n_m, n_s), (1, 1)))
+    data["status"] = (("model", "sample"), full((n_m, n_s), (1, 1), np.int8, PENDING))
+    data["error"] = (("model", "sample"), np.full((n_m, n_s), "", object))
+    prompt_dims = ("sample", "shot", "template") if has_shots else ("sample", "template")
+    data["prompt"] = (prompt_dims, _obj(prompts))
+    data["target"] = (("sample",), _obj(targets))
+
+    word = np.full((n_s, n_max), "", dtype=object)
+    for s, ws in enumerate(words):
+        word[s, : len(ws)] = list(ws)
+    order = np.array([bin(k).count("1") for k in range(size)], dtype=np.int64)
+    coords: dict[str, Any] = {
+        "model": _obj(models),
+        "sample": _obj(samples),
+        "template": _obj(templates),
+        "subset": np.arange(size, dtype=np.int64),
+        "var": np.arange(n_max, dtype=np.int64),
+        "pair": np.arange(len(i), dtype=np.int64),
+        "order": ("subset", order),
+        "word": (("sample", "var"), word),
+        "n_vars": ("sample", np.array([len(ws) for ws in words], dtype=np.int64)),
+        "template_a": ("pair", _obj([templates[k] for k in i])),
+        "template_b": ("pair", _obj([templates[k] for k in j])),
+        "perturbation": ("template", _obj(perturbation or [""] * n_t)),
+    }
+    if has_shots:
+        coords["shot"] = np.asarray(shots, dtype=np.int64)
+    if noise_floor:
+        coords["band"] = _obj(FLOOR_BANDS)
+    if solvers is not None:
+        coords["solver"] = _obj(solvers)
+    meta = dict(model_meta or {})
+    for key in MODEL_META:
+        values = meta.get(key, [None] * n_m)
+        if key in ("params", "active_params"):
+            coords[key] = ("model", np.array([np.nan if x is None else float(x) for x in values]))
+        else:
+            coords[key] = ("model", _obj(["" if x is None else str(x) for x in values]))
+    ds = xr.Dataset(data, coords=coords)
+    ds.attrs.update(
+        {
+            "psens_schema": SCHEMA,
+            "psens_schema_version": SCHEMA_VERSION,
+            **{k: _attr(v) for k, v in (attrs or {}).items()},
+        }
+    )
+    if noise_floor:
+        ds.attrs["noise_floor"] = str(noise_floor)
+    return ds
+
+
+def _attr(value):
+    """attrs must be JSON-able scalars/strings; dicts and lists go in as JSON text."""
+    if isinstance(value, Mapping | list | tuple):
+        return json.dumps(value, sort_keys=True, default=str)
+    if value is None:
+        return ""
+    return value
+
+
+#: what the schema check says of each engine's file: what it is, what writes one, how to
+#: write one of this version, what to do when arrays are lost
+_ENGINE_WORDS = {
+    "zarr": (
+        "a zarr store",
+        "a store written by psens.run",
+        "re-run",
+        "Delete the store and run again (a run resumes block by block)",
+    ),
+    "netcdf": (
+        "a netCDF file",
+        "a file written by psens export",
+        "export the run again",
+        "Export the run again",
+    ),
+}
+
+
+def _check_schema(path: Path, attrs, present, where: str, engine: str) -> None:
+    """Refuse a zarr store or netCDF export (``engine``) that is not a psens run of this
+    schema version, or that lacks block or coordinate arrays (``present``: the names it
+    holds): the one schema check of both engines."""
+    kind, written_by, again, lost_fix = _ENGINE_WORDS[engine]
+    if attrs.get("psens_schema") != SCHEMA:
+        fail(
+            where,
+            f"{path} is {kind} but not a psens run (no psens_schema attr)",
+            f"Pass {written_by}",
+        )
+    version = attrs.get("psens_schema_version")
+    if version != SCHEMA_VERSION:
+        fail(
+            where,
+            f"{path} has psens schema version {version!r}; this psens reads "
+            f"version {SCHEMA_VERSION}",
+            f"Upgrade psens, or {again} with this version",
+        )
+    lost = [v for v in (*BLOCK_VARS, "prompt", "target") if v not in present]
+    if lost:
+        fail(where, f"{path} is damaged: the arrays {lost} are missing on disk", lost_fix)
+
+
+def _open_group(path: Path, where: str):
+    """The store's zarr group, after refusing anything that is not a psens run of a known
+    schema with all its arrays."""
+    if not path.exists():
+        fail(where, f"{path} does not exist", "Check the path, or create it with psens.run")
+    try:
+        import zarr
+
+        group = zarr.open_group(str(path), mode="r", use_consolidated=False)
+        attrs = dict(group.attrs)
+        on_disk = set(group.array_keys())
+    except Exception as exc:  # not a zarr group at all
+        fail(
+            where,
+            f"{path} is not a zarr store ({type(exc).__name__}: {exc})",
+            "Pass the folder written by psens.run",
+        )
+    _check_schema(path, attrs, on_disk, where, "zarr")
+    return group
+
+
+#: the root attr that marks a netCDF file written by :func:`to_netcdf` (the psens version)
+EXPORT_ATTR = "psens_export"
