@@ -238,7 +238,7 @@ def test_run_settings_are_read_back_in_one_place():
     ]
     assert hits == []
     # and no default τ but the one constant
-    literal = re.compile(r"\btau: float[^=]*= 0\.1\b|Float\(0\.1")
+    literal = re.compile(r"\btau: float[^=]*= 0\.1\b|Float\(0\.1|solver: str = \"canonical\"")
     hits = [
         f"{p.relative_to(ROOT)}:{i}"
         for p in _code_files()
