@@ -42,7 +42,7 @@ import numpy as np
 
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.ips.metric import ORDER_LEVELS, ips, nanmean
-from psens.settings import DEFAULT_TAU, run_settings
+from psens.settings import DEFAULT_SOLVER, DEFAULT_TAU, run_settings
 
 __all__ = [
     "PRECISION_SIGMA",
