@@ -170,10 +170,10 @@ class Plan:
             for h, k in enumerate(self.shot_keys):
                 for t, name in enumerate(self.templates):
                     self.prompts[s, h, t] = prompts.render(it, name, shots=self.shots[k])
-        self.targets = []
-        for it in self.items:
-            tmpl = prompts.get_template(self.templates[0])
-            self.targets.append(tmpl.answer_prefix + it.answer if it.is_mcq else it.answer)
+        self.targets = [
+            prompts.render_spans(it, self.templates[0]).target if it.is_mcq else it.answer
+            for it in self.items
+        ]
 
     @property
     def blocks(self) -> int:
@@ -735,6 +735,7 @@ def _open_or_create(plan: Plan, overwrite: bool):
         shots=list(cfg.shots) if cfg.shots else None,
         model_meta=_model_meta(cfg.model_names),
         perturbation=perturb,
+        template_coords=cfg.template_coords,
         attrs=attrs,
         noise_floor=cfg.floor_dtype,
         solvers=None if isinstance(cfg.solver, str) else cfg.solvers,

@@ -307,8 +307,16 @@ class Scorer:
         target = -1
         option_ids: dict[str, int] = {}
         if t.kind == "mcq":
+            shown = _prompts.option_labels(item, t)
             for label, _ in item.options:
-                option_ids[label] = self._follow_id(ids, r.text, t.answer_prefix + label)
+                option_ids[label] = self._follow_id(ids, r.text, t.answer_prefix + shown[label])
+            if len(set(option_ids.values())) < len(option_ids):
+                fail(
+                    "psens.models.Scorer.encode",
+                    f"template {t.name!r}: the option labels {list(shown.values())} of item "
+                    f"{item.id!r} do not begin with distinct answer tokens",
+                    "Use a label style whose labels tokenise apart (labels A, a or 1)",
+                )
             target = option_ids[item.answer]
         return Encoded(ids, var_tokens, target, option_ids, r.text, vs, t.name)
 
