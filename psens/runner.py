@@ -954,7 +954,17 @@ def summarize(ds, wall: float | None = None) -> str:
             f"output consistency {consistency.iloc[m]:.2f}" + (f"; {note}" if note else "")
         )
     head = "psens run summary" + (f" ({_fmt_time(wall)})" if wall is not None else "") + ":"
-    return "\n".join([head, *lines, *_floor_lines(ds, per_sample)])
+    return "\n".join([head, *lines, *_floor_lines(ds, per_sample), *_spread_lines(ds)])
+
+
+def _spread_lines(ds) -> list[str]:
+    """Each model's accuracy spread over the templates (:func:`psens.formats.analysis.
+    accuracy_spread`: bootstrap CI over items, permutation noise floor)."""
+    from psens.formats.analysis import accuracy_spread, spread_line
+
+    table = accuracy_spread(ds, n_boot=500, n_perm=500)
+    head = "accuracy spread over the templates (max - min; 95 % bootstrap CI over items):"
+    return [head, *(spread_line(row) for _, row in table.iterrows())]
 
 
 def _floor_lines(ds, per_sample) -> list[str]:

@@ -17,19 +17,6 @@ References
 """
 
 from psens.formats import grammar
-from psens.formats.grammar import (
-    DIMENSIONS,
-    GRAMMARS,
-    IPS_POINTS,
-    Dimension,
-    Format,
-    Grammar,
-    check_distinct,
-    eas_point,
-    formats_from_spec,
-    get_grammar,
-    neighbours,
-    sample,
-)
+from psens.formats.grammar import *  # noqa: F403 (the names of grammar.__all__)
 
 __all__ = [*grammar.__all__]
