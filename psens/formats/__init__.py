@@ -5,6 +5,10 @@
   :class:`Format` (one point, hashable, with a stable id), named :class:`Grammar`\\ s
   (subspaces: ``default``, ``ips``, ``eas``), ``sample(k, seed)`` and ``neighbours(f)``.
   A format is a :class:`psens.prompts.Template`, so every method accepts it by its id.
+* :mod:`psens.formats.analysis` — accuracy per format and its spread (bootstrap CI over
+  items, permutation noise floor), one-change pairs, IPS by format dimension, PSS;
+* :mod:`psens.formats.search` — the budgeted best/worst format search (Thompson sampling
+  on Beta posteriors) and how sure it is.
 
 References
 ----------
@@ -16,7 +20,7 @@ References
    Sensitivity of LLMs Using Interactions." ICML 2026. arXiv:2608.18539.
 """
 
-from psens.formats import grammar
+from psens.formats import analysis, grammar, search
 from psens.formats.grammar import *  # noqa: F403 (the names of grammar.__all__)
 
-__all__ = [*grammar.__all__]
+__all__ = ["analysis", "search", *grammar.__all__]

@@ -77,6 +77,13 @@ def _complete(x: np.ndarray) -> np.ndarray:
     return x[np.isfinite(x).all(axis=1)]
 
 
+def correctness(ds, *, shot: int | None = None) -> dict[str, np.ndarray]:
+    """Each model's ``correct[item, template]`` (0/1) over the items done and scored under
+    every template: the oracle of :func:`psens.formats.search.thompson_search`."""
+    values, models, _ = _correct(ds, shot)
+    return {name: _complete(values[m]) for m, name in enumerate(models)}
+
+
 def accuracy_table(
     ds, *, shot: int | None = None, n_boot: int = 1000, ci: float = 0.95, seed: Any = 0
 ) -> pd.DataFrame:

@@ -124,3 +124,33 @@ def test_bad_format_spaces_fail_in_one_line_before_the_store(
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert __import__("re").search(match, err)
     assert not cfg.with_suffix(".zarr").exists()
+
+
+def test_dimension_sensitivity_against_the_literal_ips(fmt_run):
+    from psens.formats.analysis import dimension_sensitivity
+
+    from ..support import ips_ref
+
+    _, ds = fmt_run
+    pairs = one_change_pairs(ds)
+    table = dimension_sensitivity(ds, 0.1, n_boot=200).set_index(["dimension", "order"])
+    names = list(ds.template.values)
+    for dim, group in pairs.groupby("dimension"):
+        for order in ("all", "low", "high"):
+            per_item = []
+            for s, n in enumerate(ds.n_vars.values):
+                vals = []
+                for a, b in zip(group.template_a, group.template_b, strict=True):
+                    idx = [names.index(a), names.index(b)]
+                    I_and = ds.I_and.values[0, s, idx, : 1 << n]
+                    I_or = ds.I_or.values[0, s, idx, : 1 << n]
+                    vals.append(ips_ref(I_and, I_or, 0.1, None if order == "all" else order))
+                vals = [v for v in vals if np.isfinite(v)]
+                if vals:
+                    per_item.append(np.mean(vals))
+            row = table.loc[(dim, order)]
+            if per_item:
+                assert row["ips"] == pytest.approx(np.mean(per_item), rel=1e-9)
+                assert row["lo"] <= row["ips"] <= row["hi"] and row["n_pairs"] == len(group)
+            else:
+                assert np.isnan(row["ips"])
