@@ -29,6 +29,7 @@ The bootstrap CIs and the permutation test are psens's addition.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -295,11 +296,13 @@ def dimension_sensitivity(
     rows = []
     for dim, group in pairs.groupby("dimension", sort=False):
         sel = values[:, :, group["pair"].to_numpy(), :]  # [model, sample, pair, order]
-        with np.errstate(all="ignore"):
+        with warnings.catch_warnings():  # a sample with no salient pair: NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
             per_item = np.nanmean(sel, axis=2)  # [model, sample, order]
         boot = bootstrap_means(np.moveaxis(per_item, 1, -1), counts)  # [B, model, order]
         lo, hi = percentile_ci(boot, ci)
-        with np.errstate(all="ignore"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
             mean = np.nanmean(per_item, axis=1)
         for m, model in enumerate(per_pair["model"].values):
             for o, order in enumerate(ORDER_LEVELS):

@@ -189,3 +189,14 @@ def test_digit_labels_that_share_a_first_token_are_refused_by_the_scorer():
     with pytest.raises(ValueError, match="do not begin with distinct answer tokens"):
         scorer.encode(ITEM, bad)
     assert scorer.encode(ITEM, Format.from_coords(enum="1.").id).target_id >= 0
+
+
+def test_the_docs_example_runs():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "format-spaces.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert blocks
+    for code in blocks:
+        exec(compile(code, "docs/format-spaces.md", "exec"), {})
