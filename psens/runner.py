@@ -795,6 +795,7 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
     _check_reachable(cfg.scheduler)
     _check_models(cfg)
     _check_served(cfg)
+    _check_answer_tokens(cfg, plan)
     with store.lock(cfg.store, "psens run"):  # held until the last block is written
         resuming = Path(cfg.store).exists() and not overwrite
         ds = _open_or_create(plan, overwrite)
@@ -818,6 +819,27 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
     ds = store.open_run(cfg.store)
     say(summarize(ds, wall=time.perf_counter() - start))
     return ds
+
+
+def _check_answer_tokens(cfg: RunConfig, plan: Plan) -> None:
+    """In a format-space run, every format's option labels begin with distinct answer tokens
+    under every model's tokenizer (checked on the tokenizers alone, before the store)."""
+    if cfg.formats is None:
+        return
+    from psens.models.scorer import option_token_ids
+    from psens.models.served import load_tokenizer
+
+    names = cfg.model_names
+    for m, entry in enumerate(cfg.models):
+        tok, _ = load_tokenizer(
+            entry["tokenizer"] if isinstance(entry, dict) else entry, cfg.cache_dir
+        )
+        for s, it in enumerate(plan.items):
+            if not it.is_mcq:
+                continue
+            for t, name in enumerate(plan.templates):
+                prompt = str(plan.prompts[s, 0, t])
+                option_token_ids(tok, it, name, prompt, where=f"psens run, model {names[m]!r}")
 
 
 def _check_models(cfg: RunConfig) -> None:
