@@ -80,6 +80,20 @@ def bench() -> list[dict]:
                 **fig,
             }
         )
+    # context, no target: a synthetic space (labelled so) where the formats are far apart
+    rng = np.random.default_rng(0)
+    acc = np.array([0.1, 0.45, 0.5, 0.5, 0.55, 0.6, 0.5, 0.95])
+    fig = search_figures((rng.random((60, len(acc))) < acc).astype(float))
+    rows.append(
+        {
+            "name": "format search on SYNTHETIC data (8 formats x 60 items, accuracies 0.1-0.95)",
+            "psens_seconds": 0.0,
+            "baseline_seconds": 0.0,
+            "ratio": fig["all_calls"] / fig["mean_calls"],
+            "target": None,
+            **fig,
+        }
+    )
     return rows
 
 
