@@ -21,7 +21,7 @@ import sys as _sys
 # an explicit OMP_WAIT_POLICY in the environment wins.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from psens import datasets, interactions, ips, models, prompts
+from psens import datasets, formats, interactions, ips, models, prompts
 from psens._version import __version__
 from psens.config import RunConfig, load_config
 from psens.interactions import (
@@ -57,6 +57,7 @@ __all__ = [
     "and_or",
     "datasets",
     "factors",
+    "formats",
     "interactions",
     "ips",
     "load_config",

@@ -18,7 +18,11 @@ Keys
 ``samples``         how many items (a seeded random choice, kept in dataset order) or a list
                     of item ids (default 20)
 ``templates``       a set name (``"ips5"``: the paper's five, ``"fewshot"``: templates 1
-                    and 4, ``"open"``) or a list of template names (default ``"ips5"``)
+                    and 4, ``"open"``) or a list of template names (default ``"ips5"``); or a
+                    format space: ``{grammar = "default", k = 16, seed = 0}`` samples k
+                    formats, a list of tables (``[{case = "upper"}, {enum = "(A)"}]``) gives
+                    explicit points (:mod:`psens.formats`; each format's coordinates are
+                    stored along ``template``)
 ``shots``           few-shot settings, e.g. ``[0, 1, 2, 3]`` (adds a ``shot`` dim; default none)
 ``n_vars``          cap on input variables per item (default 10)
 ``tau``             salience threshold (default 0.1)
@@ -46,6 +50,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import hashlib
 import json
 import os
@@ -83,7 +88,7 @@ class RunConfig:
     split: str | None = None
     dataset_path: str | None = None
     samples: int | list[str] = 20
-    templates: str | list[str] = "ips5"
+    templates: str | list[str] | dict[str, Any] | list[dict[str, Any]] = "ips5"
     shots: list[int] | None = None
     n_vars: int = 10
     tau: float = DEFAULT_TAU
@@ -138,7 +143,26 @@ class RunConfig:
         """The templates to run, with a set name expanded."""
         if isinstance(self.templates, str):
             return list(TEMPLATE_SETS.get(self.templates, (self.templates,)))
+        formats = self.formats
+        if formats is not None:
+            return [f.id for f in formats]
         return list(self.templates)
+
+    @property
+    def formats(self) -> list | None:
+        """The :class:`psens.formats.Format` points of a format-space ``templates``, or None."""
+        t = self.templates
+        if isinstance(t, dict) or (isinstance(t, list | tuple) and t and isinstance(t[0], dict)):
+            return _formats(json.dumps(t, sort_keys=True))
+        return None
+
+    @property
+    def template_coords(self) -> dict[str, list[str]] | None:
+        """``{dimension: value per template}`` of a format-space run, or None."""
+        formats = self.formats
+        if formats is None:
+            return None
+        return {k: [f.coords[k] for f in formats] for k in formats[0].coords}
 
     def check(self) -> None:
         """Cheap checks that need no model and no dataset (the runner loads the items next)."""
@@ -156,7 +180,7 @@ class RunConfig:
         if self.shots is not None:
             _check_unique(self.shots, "shots")
         for t in names:
-            if t not in prompts.TEMPLATES:
+            if t not in prompts.TEMPLATES and self.formats is None:
                 fail(
                     WHERE,
                     f"unknown template {t!r} in 'templates'",
@@ -309,12 +333,16 @@ class RunConfig:
                     f"'samples' lists {self.samples!r}; item ids are strings",
                     'Quote the ids (samples = ["id1", "id2"]) or give a count (samples = 20)',
                 )
-        if not isinstance(self.templates, str | list | tuple) or (
-            not isinstance(self.templates, str)
-            and not all(isinstance(t, str) for t in self.templates)
+        t = self.templates
+        if not isinstance(t, str | list | tuple | dict) or (
+            isinstance(t, list | tuple)
+            and not (all(isinstance(x, str) for x in t) or all(isinstance(x, dict) for x in t))
         ):
             _wrong_type(
-                "templates", self.templates, 'a set name ("ips5") or a list of template names'
+                "templates",
+                t,
+                'a set name ("ips5"), a list of template names, a format space '
+                '({grammar = "default", k = 16, seed = 0}) or a list of format points',
             )
         if self.shots is not None and not isinstance(self.shots, list | tuple):
             _wrong_type("shots", self.shots, "a list of shot counts like [0, 1, 3]")
@@ -385,6 +413,14 @@ DTYPES = tuple(DTYPE_NAMES)
 FLOOR_DTYPES = {k: v for k, v in DTYPE_NAMES.items() if v != "float32"}
 #: ``device`` kinds a run accepts (optionally with an index, ``cuda:1``)
 DEVICES = ("cpu", "cuda", "mps")
+
+
+@functools.lru_cache(maxsize=32)
+def _formats(spec: str) -> list:
+    """The formats of a ``templates`` format space (cached: sampling is deterministic)."""
+    from psens.formats import formats_from_spec
+
+    return formats_from_spec(json.loads(spec), WHERE)
 
 
 def _wrong_type(key: str, value: Any, expected: str) -> None:

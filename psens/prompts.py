@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,13 +46,16 @@ from psens.datasets import Item
 __all__ = [
     "CHANGE_KINDS",
     "FEW_SHOT_INSTRUCTION",
+    "LABEL_STYLES",
     "MAX_VARIABLES",
     "PAPER_SHOTS",
+    "RESOLVERS",
     "TEMPLATES",
     "Rendered",
     "Template",
     "Variable",
     "get_template",
+    "option_labels",
     "pair_perturbation",
     "register",
     "render",
@@ -66,6 +69,18 @@ CHANGE_KINDS: dict[str, str] = {
     "case": "altering",  # Answers -> ANSWERS
     "double-colon": "adding",  # : -> ::
     "paren-marker": "altering",  # A. -> A)
+    # a change of the format grammar (psens.formats) outside the three above: not classified
+    # by appendix G
+    "format": "format",
+}
+
+#: Option-label styles of :attr:`Template.labels`: the item's own labels (``""``) or labels
+#: by position.
+LABEL_STYLES: dict[str, str] = {
+    "": "",
+    "A": "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "a": "abcdefghijklmnopqrstuvwxyz",
+    "1": "123456789",
 }
 
 #: The instruction line of the few-shot templates (fig. 16).
@@ -88,6 +103,7 @@ class Template:
         question
         options_header (MCQ only)
         option x k     (MCQ only)
+        instruction    (only when set; before the answer slot)
         answer         (the answer slot; the model's answer follows it)
 
     Attributes
@@ -101,10 +117,18 @@ class Template:
     option : str
         Must contain ``{label}`` and ``{text}``.
     answer : str
-        The answer slot, e.g. ``"Answer:"``; must not be empty.
+        The answer slot, e.g. ``"Answer:"``; empty only when the answer starts a line of
+        its own (``sep`` ends with a line break and ``answer_prefix`` is empty).
     answer_prefix : str
         What separates the slot from the answer: the target is ``answer_prefix +
         label`` (``" B"``).
+    labels : {"", "A", "a", "1"}
+        How options are labelled: the item's own labels (``""``, default) or by position
+        as ``A B C``, ``a b c`` or ``1 2 3`` (:data:`LABEL_STYLES`). The answer token
+        follows the shown label (``" 2"``), so labels and answer always agree.
+    instruction : str
+        A line before the answer slot; ``{labels}`` is replaced by the shown labels
+        ("A, B, C, or D") and ``{what}`` by ``letter`` or ``number``.
     sep : str
         Separator between parts.
     context : str
@@ -126,14 +150,23 @@ class Template:
     context: str = "Passage: {context}"
     context_first: bool = True
     header: str = ""
+    labels: str = ""
+    instruction: str = ""
     kind: str = "mcq"
     changes: tuple[str, ...] = ()
     description: str = ""
 
     def __post_init__(self) -> None:
         where = f"Template {self.name!r}"
-        if not self.answer or not self.answer.strip():
+        own_line = self.sep.endswith("\n") and not self.answer_prefix
+        if not self.answer.strip() and not (own_line and not self.answer):
             fail(where, "has no answer slot (answer is empty)", 'Set answer= e.g. "Answer:"')
+        if self.labels not in LABEL_STYLES:
+            fail(
+                where,
+                f"labels={self.labels!r} is not a label style",
+                f"Use one of {list(LABEL_STYLES)}",
+            )
         if "{question}" not in self.question:
             fail(where, "question has no {question} field", 'Use e.g. "Question: {question}"')
         if self.kind not in ("mcq", "open"):
@@ -253,10 +286,20 @@ register(
 )
 
 
+#: Families of templates named by a prefix and built from the name on demand
+#: (``"fmt-"``: the points of :mod:`psens.formats`, registered by that package).
+RESOLVERS: dict[str, Callable[[str], Template]] = {}
+
+
 def get_template(template: str | Template) -> Template:
-    """Look a template up by name (or pass a :class:`Template` through)."""
+    """Look a template up by name (or pass a :class:`Template` through); a name of a
+    family in :data:`RESOLVERS` (a format id ``fmt-…``) is built from the name."""
     if isinstance(template, Template):
         return template
+    if template not in TEMPLATES:
+        for prefix, resolve in RESOLVERS.items():
+            if str(template).startswith(prefix):
+                return resolve(str(template))
     if template not in TEMPLATES:
         fail(
             "psens.prompts",
@@ -319,10 +362,41 @@ def _block(item: Item, t: Template, start: int) -> tuple[str, dict[str, int]]:
     if t.kind == "mcq":
         if t.options_header:
             add(t.options_header)
+        shown = option_labels(item, t)
         for label, text in item.options:
-            add_field(t.option, f"option:{label}", "text", text, label=label)
+            add_field(t.option, f"option:{label}", "text", text, label=shown[label])
+        if t.instruction:
+            add(_fill_instruction(t.instruction, list(shown.values())))
+    elif t.instruction:
+        add(t.instruction)
     add(t.answer)
     return t.sep.join(parts), fields
+
+
+def option_labels(item: Item, template: str | Template) -> dict[str, str]:
+    """The label each option of ``item`` is shown with (item label -> shown label).
+
+    Refuses a label style with fewer labels than the item has options.
+    """
+    t = get_template(template)
+    own = list(item.labels)
+    style = LABEL_STYLES[t.labels]
+    if not style:
+        return dict(zip(own, own, strict=True))
+    if len(own) > len(style):
+        fail(
+            f"Template {t.name!r}",
+            f"labels={t.labels!r} has {len(style)} labels; item {item.id!r} has {len(own)} options",
+            'Use labels="A" (letters) or the item\'s own labels for items with many options',
+        )
+    return dict(zip(own, style, strict=False))
+
+
+def _fill_instruction(text: str, labels: Sequence[str]) -> str:
+    from psens.variants import label_list  # the one list of labels in words
+
+    what = "number" if labels and all(lab.isdigit() for lab in labels) else "letter"
+    return text.replace("{labels}", label_list(labels)).replace("{what}", what)
 
 
 def _check_item(item: Item, t: Template, where: str) -> None:
@@ -373,12 +447,12 @@ def render_spans(
             examples.append(text + t.answer_prefix + _answer_text(s, t))
         prefix = instruction + "\nExample:\n" + "\n\n".join(examples) + "\n\n"
     text, fields = _block(item, t, len(prefix))
-    target = t.answer_prefix + item.answer if t.kind == "mcq" else ""
+    target = t.answer_prefix + _answer_text(item, t) if t.kind == "mcq" else ""
     return Rendered(prefix + text, fields, target, t.name)
 
 
 def _answer_text(item: Item, t: Template) -> str:
-    return item.answer
+    return option_labels(item, t)[item.answer] if t.kind == "mcq" else item.answer
 
 
 def render(

@@ -171,10 +171,10 @@ class Plan:
             for h, k in enumerate(self.shot_keys):
                 for t, name in enumerate(self.templates):
                     self.prompts[s, h, t] = prompts.render(it, name, shots=self.shots[k])
-        self.targets = []
-        for it in self.items:
-            tmpl = prompts.get_template(self.templates[0])
-            self.targets.append(tmpl.answer_prefix + it.answer if it.is_mcq else it.answer)
+        self.targets = [
+            prompts.render_spans(it, self.templates[0]).target if it.is_mcq else it.answer
+            for it in self.items
+        ]
 
     @property
     def blocks(self) -> int:
@@ -722,6 +722,7 @@ def _open_or_create(plan: Plan, overwrite: bool):
         shots=list(cfg.shots) if cfg.shots else None,
         model_meta=_model_meta(cfg.model_specs),
         perturbation=perturb,
+        template_coords=cfg.template_coords,
         attrs=attrs,
         noise_floor=cfg.floor_dtype,
         solvers=None if isinstance(cfg.solver, str) else cfg.solvers,
@@ -781,6 +782,7 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
     _check_reachable(cfg.scheduler)
     _check_models(cfg)
     _check_device(cfg)
+    _check_answer_tokens(cfg, plan)
     with store.lock(cfg.store, "psens run"):  # held until the last block is written
         resuming = Path(cfg.store).exists() and not overwrite
         ds = _open_or_create(plan, overwrite)
@@ -804,6 +806,26 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
     ds = store.open_run(cfg.store)
     say(summarize(ds, wall=time.perf_counter() - start))
     return ds
+
+
+def _check_answer_tokens(cfg: RunConfig, plan: Plan) -> None:
+    """In a format-space run, every format's option labels begin with distinct answer tokens
+    under every model's tokenizer (checked on the tokenizers alone, before the store)."""
+    if cfg.formats is None:
+        return
+    from psens.models.scorer import option_token_ids
+    from psens.models.served import load_tokenizer
+
+    for spec in cfg.model_specs:
+        tok, _ = load_tokenizer(
+            spec.served.tokenizer if spec.is_served else spec.entry, cfg.cache_dir
+        )
+        for s, it in enumerate(plan.items):
+            if not it.is_mcq:
+                continue
+            for t, name in enumerate(plan.templates):
+                prompt = str(plan.prompts[s, 0, t])
+                option_token_ids(tok, it, name, prompt, where=f"psens run, model {spec.name!r}")
 
 
 def _recompute_damaged(path: str, run_id: str | None, say) -> None:
@@ -924,7 +946,17 @@ def summarize(ds, wall: float | None = None) -> str:
         solvers = solver_names(ds)
         lines[0] = lines[0][:-1] + f"; solver {solvers[0]} of {', '.join(solvers)}:"
     head = "psens run summary" + (f" ({_fmt_time(wall)})" if wall is not None else "") + ":"
-    return "\n".join([head, *lines])
+    return "\n".join([head, *lines, *_spread_lines(ds)])
+
+
+def _spread_lines(ds) -> list[str]:
+    """Each model's accuracy spread over the templates (:func:`psens.formats.analysis.
+    accuracy_spread`: bootstrap CI over items, permutation noise floor)."""
+    from psens.formats.analysis import accuracy_spread, spread_line
+
+    table = accuracy_spread(ds, n_boot=500, n_perm=500)
+    head = "accuracy spread over the templates (max - min; 95 % bootstrap CI over items):"
+    return [head, *(spread_line(row) for _, row in table.iterrows())]
 
 
 def _blocks_note(pending: int, failed: int) -> str:

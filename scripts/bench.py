@@ -242,8 +242,8 @@ def _print(r: dict) -> None:
         + "".join(
             f"; {k} {v:.3g}"
             for k, v in r.items()
-            if k.startswith(("max_", "ips_", "flop_"))
-            or k.endswith(("_per_s", "_per_game", "_hit_rate"))
+            if k.startswith(("max_", "ips_", "flop_", "p_"))
+            or k.endswith(("_per_s", "_per_game", "_hit_rate", "_calls"))
         )
     )
 

@@ -20,6 +20,7 @@ from .classes import InteractionClasses
 from .dbsa_highlights import DBSAHighlights
 from .eas_zones import EASZones
 from .factor_compare import FactorCompare
+from .format_space import FormatSpace
 from .notebook import (
     SHIPPED_RUN,
     describe,
@@ -46,6 +47,7 @@ __all__ = [
     "DBSAHighlights",
     "EASZones",
     "FactorCompare",
+    "FormatSpace",
     "InteractionClasses",
     "OrderIPS",
     "PSSByVariant",

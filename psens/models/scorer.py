@@ -65,7 +65,7 @@ from psens.datasets import Item
 from psens.models.mask_tokens import MaskToken
 from psens.models.tree import TreeForward, supports, target_log_probs
 
-__all__ = ["CLAMP", "Encoded", "Prediction", "Scorer"]
+__all__ = ["CLAMP", "Encoded", "Prediction", "Scorer", "follow_id", "option_token_ids"]
 
 #: p is clamped to [CLAMP, 1 - CLAMP] before the log-odds.
 CLAMP = 1e-7
@@ -147,6 +147,56 @@ def _rope_depends_on_length(cfg) -> bool:
 def _log_odds(logp: np.ndarray, clamp: float = CLAMP) -> np.ndarray:
     p = np.clip(np.exp(logp), clamp, 1.0 - clamp)
     return np.log(p) - np.log1p(-p)
+
+
+def follow_id(tokenizer, prompt_ids: np.ndarray, prompt: str, cont: str) -> int:
+    """The first token of ``cont`` as it follows ``prompt`` (tokenised whole; if the
+    prompt's tokens change by the joining, the first token of ``cont`` alone)."""
+    full = np.asarray(tokenizer(prompt + cont, add_special_tokens=True)["input_ids"])
+    k = len(prompt_ids)
+    if len(full) > k and np.array_equal(full[:k], prompt_ids):
+        return int(full[k])
+    alone = tokenizer(cont, add_special_tokens=False)["input_ids"]
+    if not alone:
+        fail("psens.models.Scorer", f"the answer {cont!r} has no tokens", "Check the item")
+    return int(alone[0])
+
+
+def option_token_ids(
+    tokenizer,
+    item: Item,
+    template: str | _prompts.Template,
+    prompt: str | None = None,
+    prompt_ids: np.ndarray | None = None,
+    *,
+    where: str = "psens.models.Scorer.encode",
+    check: bool = True,
+) -> dict[str, int]:
+    """The answer token of each option of an MCQ ``item`` under ``template`` (item label ->
+    the first token of ``answer_prefix + shown label`` after the prompt).
+
+    Refuses labels whose answer tokens coincide (a tokenizer that reads ``" a"`` as
+    ``" "`` + ``"a"`` gives every option the token ``" "``): the answer token could not tell
+    the options apart. ``check=False`` skips that refusal.
+    """
+    t = _prompts.get_template(template)
+    if prompt is None:
+        prompt = _prompts.render_spans(item, t).text
+    if prompt_ids is None:
+        prompt_ids = np.asarray(tokenizer(prompt, add_special_tokens=True)["input_ids"])
+    shown = _prompts.option_labels(item, t)
+    ids = {
+        label: follow_id(tokenizer, prompt_ids, prompt, t.answer_prefix + shown[label])
+        for label, _ in item.options
+    }
+    if check and len(set(ids.values())) < len(ids):
+        fail(
+            where,
+            f"template {t.name!r}: the option labels {list(shown.values())} of item "
+            f"{item.id!r} do not begin with distinct answer tokens",
+            "Use a label style whose labels tokenise apart (labels A, a or 1)",
+        )
+    return ids
 
 
 class Scorer:
@@ -256,14 +306,7 @@ class Scorer:
         return ids
 
     def _follow_id(self, prompt_ids: np.ndarray, prompt: str, cont: str) -> int:
-        full = self._tokens(prompt + cont)
-        k = len(prompt_ids)
-        if len(full) > k and np.array_equal(full[:k], prompt_ids):
-            return int(full[k])
-        alone = self.tokenizer(cont, add_special_tokens=False)["input_ids"]
-        if not alone:
-            fail("psens.models.Scorer", f"the answer {cont!r} has no tokens", "Check the item")
-        return int(alone[0])
+        return follow_id(self.tokenizer, prompt_ids, prompt, cont)
 
     def encode(
         self,
@@ -307,8 +350,11 @@ class Scorer:
         target = -1
         option_ids: dict[str, int] = {}
         if t.kind == "mcq":
-            for label, _ in item.options:
-                option_ids[label] = self._follow_id(ids, r.text, t.answer_prefix + label)
+            # positional labels (format grammar) are checked; the item's own labels are
+            # scored as they always were
+            option_ids = option_token_ids(
+                self.tokenizer, item, t, r.text, ids, check=bool(t.labels)
+            )
             target = option_ids[item.answer]
         return Encoded(ids, var_tokens, target, option_ids, r.text, vs, t.name)
 

@@ -114,6 +114,7 @@ def build(
     shots: Sequence[int] | None = None,
     model_meta: Mapping[str, Sequence[Any]] | None = None,
     perturbation: Sequence[str] | None = None,
+    template_coords: Mapping[str, Sequence[str]] | None = None,
     attrs: Mapping[str, Any] | None = None,
     lazy: bool = False,
     noise_floor: str | None = None,
@@ -123,7 +124,10 @@ def build(
 
     ``prompts`` has shape ``(sample, template)`` or ``(sample, shot, template)``.
     ``noise_floor`` (a dtype name) adds ``v_floor``, ``floor`` and the ``band`` dim, and
-    the attr ``noise_floor``. ``solvers`` (a list of solver names) adds the ``solver`` dim
+    the attr ``noise_floor``. ``template_coords`` (``{dimension: value per template}``, a
+    format-space run) adds one coordinate ``fmt_<dimension>`` along ``template`` each, so
+    ``ds.where(ds.fmt_case == "upper", drop=True)`` keeps the upper-case formats.
+    ``solvers`` (a list of solver names) adds the ``solver`` dim
     to the interactions (``I_and``, ``I_or``, ``gamma``, ``floor``).
     ``lazy=True`` backs the large variables with chunked dask arrays (one chunk per
     (model, sample) block) so that :func:`create` writes the store without allocating it.
@@ -196,6 +200,8 @@ def build(
         "template_b": ("pair", _obj([templates[k] for k in j])),
         "perturbation": ("template", _obj(perturbation or [""] * n_t)),
     }
+    for dim, values in (template_coords or {}).items():
+        coords[f"fmt_{dim}"] = ("template", _obj(values))
     if has_shots:
         coords["shot"] = np.asarray(shots, dtype=np.int64)
     if noise_floor:

@@ -1,0 +1,26 @@
+"""Format spaces: a grammar of prompt formats, runs over sampled formats and their analyses.
+
+* :mod:`psens.formats.grammar` — the dimensions (field names and their casing, separators,
+  spacing, option enumeration, answer cue, EAS role line and directive), a
+  :class:`Format` (one point, hashable, with a stable id), named :class:`Grammar`\\ s
+  (subspaces: ``default``, ``ips``, ``eas``), ``sample(k, seed)`` and ``neighbours(f)``.
+  A format is a :class:`psens.prompts.Template`, so every method accepts it by its id.
+* :mod:`psens.formats.analysis` — accuracy per format and its spread (bootstrap CI over
+  items, permutation noise floor), one-change pairs, IPS by format dimension, PSS;
+* :mod:`psens.formats.search` — the budgeted best/worst format search (Thompson sampling
+  on Beta posteriors) and how sure it is.
+
+References
+----------
+.. [1] Sclar, M., Choi, Y., Tsvetkov, Y., and Suhr, A. "Quantifying Language Models'
+   Sensitivity to Spurious Features in Prompt Design or: How I learned to start worrying
+   about prompt formatting." The Twelfth International Conference on Learning
+   Representations (ICLR), 2024. arXiv:2310.11324.
+.. [2] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." ICML 2026. arXiv:2608.18539.
+"""
+
+from psens.formats import analysis, grammar, search
+from psens.formats.grammar import *  # noqa: F403 (the names of grammar.__all__)
+
+__all__ = ["analysis", "search", *grammar.__all__]

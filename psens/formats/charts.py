@@ -1,0 +1,71 @@
+"""Charts of format-space analyses (altair, imported inside the functions).
+
+Every function returns a chart and never displays it (:func:`psens._charts.altair`), so
+``psens`` imports without the ``widgets`` extra.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from psens._charts import altair, need_columns
+
+__all__ = ["accuracy_chart", "dimension_chart"]
+
+
+def dimension_chart(
+    table: pd.DataFrame, *, highlight: Sequence[str] = (), title: str | None = None
+):
+    """IPS per format dimension and order band with its CI (:func:`psens.formats.analysis.
+    dimension_sensitivity` rows of one model); ticks mark the noise floor, the dimensions in
+    ``highlight`` are drawn solid, the others faded."""
+    alt = altair()
+    df = need_columns(table, ["dimension", "order", "ips", "lo", "hi", "floor"], "dimension_chart")
+    df = df.assign(picked=df["dimension"].isin(list(highlight)))
+    orders = ["all", "low", "mid", "high"]
+    base = alt.Chart(df).encode(
+        x=alt.X("dimension:N", title="format dimension changed (one change)"),
+        xOffset=alt.XOffset("order:N", sort=orders),
+        color=alt.Color("order:N", sort=orders, title="order band"),
+    )
+    bars = base.mark_bar().encode(
+        y=alt.Y("ips:Q", title="IPS between formats one change apart"),
+        opacity=alt.condition("datum.picked", alt.value(1.0), alt.value(0.45)),
+        tooltip=[
+            "dimension",
+            "order",
+            alt.Tooltip("ips:Q", format=".3f"),
+            alt.Tooltip("lo:Q", format=".3f"),
+            alt.Tooltip("hi:Q", format=".3f"),
+            alt.Tooltip("floor:Q", format=".3f", title="noise floor"),
+            "n_pairs",
+            "n_items",
+        ],
+    )
+    errs = base.mark_rule(color="black").encode(y="lo:Q", y2="hi:Q")
+    floor = base.mark_tick(color="#555", thickness=2, size=10).encode(y="floor:Q")
+    chart = alt.layer(bars, errs, floor)
+    return chart.properties(
+        title=title or "IPS by format dimension (95 % bootstrap CI over items; tick: noise floor)"
+    )
+
+
+def accuracy_chart(table: pd.DataFrame, *, title: str | None = None):
+    """Accuracy of every format per model with its CI (:func:`psens.formats.analysis.
+    accuracy_table`), formats sorted by accuracy."""
+    alt = altair()
+    df = need_columns(table, ["model", "template", "accuracy", "lo", "hi"], "accuracy_chart")
+    base = alt.Chart(df).encode(
+        y=alt.Y("template:N", sort="-x", title="format"),
+        color=alt.Color("model:N"),
+        yOffset="model:N",
+    )
+    points = base.mark_point(filled=True).encode(
+        x=alt.X("accuracy:Q", scale=alt.Scale(domain=[0, 1])),
+        tooltip=["model", "template", alt.Tooltip("accuracy:Q", format=".2f")],
+    )
+    return alt.layer(points, base.mark_rule().encode(x="lo:Q", x2="hi:Q")).properties(
+        title=title or "Accuracy per format (95 % bootstrap CI over items)"
+    )

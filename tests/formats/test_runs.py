@@ -1,0 +1,160 @@
+"""Runs over a format space on a tiny random-weight model: config, store coordinates, summary.
+
+The tiny test tokenizer splits " a" and " 1" into " " + label (so lowercase and digit labels
+are refused by the scorer: their answer tokens coincide); the runs here sample the ``ips``
+grammar, whose labels are upper-case letters. The ``default`` grammar runs on SmolLM2 in the
+shipped format-space run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from psens import prompts, store
+from psens.cli import main
+from psens.formats import Format, formats_from_spec
+from psens.formats.analysis import accuracy_spread, format_pss, one_change_pairs
+
+from ..support import write_tiny_dataset, write_tiny_model
+
+
+@pytest.fixture(scope="module")
+def assets(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fmt-assets")
+    return {"model": write_tiny_model(d / "model"), "data": write_tiny_dataset(d / "data.jsonl")}
+
+
+def _write(assets, path, templates: str, samples: int = 3):
+    path.write_text(
+        f'store = "{path.with_suffix(".zarr")}"\n'
+        f'models = ["{assets["model"]}"]\n'
+        'dataset = "arc-challenge"\n'
+        f'dataset_path = "{assets["data"]}"\n'
+        f"samples = {samples}\n"
+        f"templates = {templates}\n"
+        'n_vars = 3\nsolver = "exact"\nseed = 0\nthreads = 1\ngenerate = false\n'
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def fmt_run(assets, tmp_path_factory):
+    cfg = _write(
+        assets,
+        tmp_path_factory.mktemp("fmt") / "fmt.toml",
+        '{grammar = "ips", k = 6, seed = 0}',
+        samples=4,
+    )
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    return cfg, store.open_run(cfg.with_suffix(".zarr")).load()
+
+
+def test_a_sampled_space_runs_and_stores_its_coordinates(fmt_run, capsys):
+    cfg, ds = fmt_run
+    want = formats_from_spec({"grammar": "ips", "k": 6, "seed": 0})
+    assert list(ds.template.values) == [f.id for f in want]
+    assert (ds.status.values == store.DONE).all()
+    for f, t in zip(want, ds.template.values, strict=True):
+        for dim, value in f.coords.items():
+            assert ds[f"fmt_{dim}"].sel(template=t).item() == value
+    # the prompts are the formats' renderings, the targets their answer tokens
+    assert ds.prompt.values[0, 0] == prompts.render_spans(_item(ds, 0), want[0].id).text
+    # slicing by a format dimension
+    upper = ds.where(ds.fmt_case == ds.fmt_case.values[0], drop=True)
+    assert set(upper.fmt_case.values) == {ds.fmt_case.values[0]}
+    by = ds.set_xindex("fmt_enum").sel(fmt_enum=ds.fmt_enum.values[0])
+    assert set(by.fmt_enum.values) == {ds.fmt_enum.values[0]} and by.sizes["template"] >= 1
+    # the walk leaves pairs one change apart
+    assert len(one_change_pairs(ds)) >= 5
+    capsys.readouterr()
+    assert main(["summary", str(cfg.with_suffix(".zarr"))]) == 0
+    out = capsys.readouterr().out
+    assert "accuracy spread over the templates" in out and "over 6 templates, spread" in out
+
+
+def _item(ds, s):
+    from psens.datasets import Item
+
+    from ..support import QUESTIONS
+
+    qid, q, opts, ans = next(x for x in QUESTIONS if x[0] == str(ds.sample.values[s]))
+    return Item(qid, q, tuple(zip("ABC", opts, strict=True)), ans)
+
+
+def test_spread_and_pss_against_a_literal_reference(fmt_run):
+    _, ds = fmt_run
+    c = ds.correct.values[0]  # [sample, template]
+    acc = c.mean(axis=0)
+    r = accuracy_spread(ds, n_perm=199).iloc[0]
+    assert r["spread"] == pytest.approx(acc.max() - acc.min())
+    assert r["best_accuracy"] == pytest.approx(acc.max()) and r["n_items"] == 4
+    assert r["lo"] <= r["spread"] + 1e-12 <= r["hi"] + 2e-12 or r["spread"] == 0
+    pairs = [(a, b) for a in range(6) for b in range(a + 1, 6)]
+    ref = np.mean([np.mean([abs(row[a] - row[b]) for a, b in pairs]) for row in c])
+    assert format_pss(ds).iloc[0] == pytest.approx(ref)
+
+
+def test_an_explicit_list_of_points_runs(assets, tmp_path):
+    cfg = _write(assets, tmp_path / "pts.toml", '[{case = "upper"}, {enum = "(A)"}]', samples=2)
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    ds = store.open_run(cfg.with_suffix(".zarr"))
+    ids = [Format.from_coords(case="upper").id, Format.from_coords(enum="(A)").id]
+    assert list(ds.template.values) == ids
+    assert list(ds.fmt_case.values) == ["upper", "title"]
+
+
+@pytest.mark.parametrize(
+    ("templates", "match"),
+    [
+        ('{grammar = "ips", k = 9}', r"k = 9 is larger than the space \(8 formats\)"),
+        ('[{case = "upper"}, {case = "upper"}]', "render the same point"),
+        ('[{q_name = "Q"}, {q_name = "Q", q_case = "upper"}]', "render identically"),
+        ('[{cue = "none", space = "space"}, {}]', "renders an empty field"),
+        ('{grammar = "nope", k = 4}', "unknown grammar"),
+        ('{grammar = "default"}', "gives no k"),
+        ('[{casing = "upper"}, {}]', "unknown dimensions"),
+        # the tiny tokenizer reads " a" as " " + "a": refused on the tokenizer, before the store
+        ('[{enum = "a."}, {}]', "option labels .* do not begin with distinct answer tokens"),
+    ],
+)
+def test_bad_format_spaces_fail_in_one_line_before_the_store(
+    assets, tmp_path, capsys, templates, match
+):
+    cfg = _write(assets, tmp_path / "bad.toml", templates)
+    assert main(["run", str(cfg), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    # at most the run's size estimate before the one error line
+    lines = [ln for ln in err.splitlines() if not ln.startswith("psens run: 1 model(s)")]
+    assert len(lines) == 1 and "Traceback" not in err
+    assert __import__("re").search(match, err)
+    assert not cfg.with_suffix(".zarr").exists()
+
+
+def test_dimension_sensitivity_against_the_literal_ips(fmt_run):
+    from psens.formats.analysis import dimension_sensitivity
+
+    from ..support import ips_ref
+
+    _, ds = fmt_run
+    pairs = one_change_pairs(ds)
+    table = dimension_sensitivity(ds, 0.1, n_boot=200).set_index(["dimension", "order"])
+    names = list(ds.template.values)
+    for dim, group in pairs.groupby("dimension"):
+        for order in ("all", "low", "high"):
+            per_item = []
+            for s, n in enumerate(ds.n_vars.values):
+                vals = []
+                for a, b in zip(group.template_a, group.template_b, strict=True):
+                    idx = [names.index(a), names.index(b)]
+                    I_and = ds.I_and.values[0, s, idx, : 1 << n]
+                    I_or = ds.I_or.values[0, s, idx, : 1 << n]
+                    vals.append(ips_ref(I_and, I_or, 0.1, None if order == "all" else order))
+                vals = [v for v in vals if np.isfinite(v)]
+                if vals:
+                    per_item.append(np.mean(vals))
+            row = table.loc[(dim, order)]
+            if per_item:
+                assert row["ips"] == pytest.approx(np.mean(per_item), rel=1e-9)
+                assert row["lo"] <= row["ips"] <= row["hi"] and row["n_pairs"] == len(group)
+            else:
+                assert np.isnan(row["ips"])
