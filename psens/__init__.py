@@ -46,7 +46,7 @@ for _name in (*_FACTOR_MODULES, "representation", "threshold"):
 from psens import stats  # noqa: E402
 
 factors.stats = stats
-_sys.modules["psens.factors.stats"] = _sys.modules["psens.ips.factors.stats"] = stats
+_sys.modules["psens.factors.stats"] = _sys.modules["psens.stats"] = stats
 
 __all__ = [
     "DEFAULT_TAU",

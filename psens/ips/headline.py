@@ -164,7 +164,7 @@ def headline(
     tau : float, optional
         Salience threshold (default: the run's own, :func:`psens.settings.run_settings`).
     n_boot, ci, seed
-        Bootstrap resamples, CI level and seed (:mod:`psens.ips.factors.stats`).
+        Bootstrap resamples, CI level and seed (:mod:`psens.stats`).
 
     Returns
     -------
