@@ -287,9 +287,17 @@ class EASZones(BaseWidget):
             metrics = row
         self.tables["detail"] = detail
         title = self.instance.split("|")[-1] if self.instance else "no instance picked"
-        self.detail_chart.chart = template_scores(
-            detail if not detail.empty else self._empty_detail(), title=title
-        ).properties(width=300, height=160)
+        if detail.empty:  # nothing picked yet: say what to do instead of an empty frame
+            hint = "click an instance on the scatter" if self.rows is not None else "no rows"
+            chart = (
+                alt.Chart(pd.DataFrame({"text": [f"{hint}: its 8 templates show here"]}))
+                .mark_text(fontSize=13)
+                .encode(text="text:N")
+                .properties(title=title)
+            )
+        else:
+            chart = template_scores(detail, title=title)
+        self.detail_chart.chart = chart.properties(width=300, height=160)
         self.detail_html.value = instance_detail_html(metrics, detail)
 
     def _on_instance(self, change: dict) -> None:
