@@ -45,6 +45,7 @@ shipped-check: $(STAMP)
 # JupyterLab from the venv, on loopback only, opened on the start notebook.
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --ip=127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root) \
+		--ContentsManager.pre_save_hook=psens.widgets.lab.keep_stored_metadata \
 		--ServerApp.root_dir=$(CURDIR) notebooks/00_start_here.ipynb
 
 LINTED := psens widgets tests scripts notebooks

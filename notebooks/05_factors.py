@@ -37,10 +37,6 @@ from psens.ips.factors import charts as plots
 from psens.ips.headline import headline_lines
 from psens.synthetic import TINY_MODELS
 
-try:  # interactive, offline charts in Jupyter; harmless when run headless
-    alt.renderers.enable("jupyter", offline=True)
-except Exception as exc:  # e.g. anywidget missing: keep altair's default renderer
-    print(f"altair jupyter renderer unavailable ({exc}); using the default renderer")
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 160)
 

@@ -17,7 +17,6 @@ PSENS_SIZE = os.environ.get("PSENS_SIZE", "")  # "": shipped run, else "tiny"; o
 
 
 # %%
-import altair as alt
 import pandas as pd
 
 import psens.ips.factors as F
@@ -25,10 +24,6 @@ import psens.widgets as pw
 from psens.ips.factors import charts as plots
 from psens.synthetic import TINY_MODELS
 
-try:  # interactive, offline charts in Jupyter; harmless when run headless
-    alt.renderers.enable("jupyter", offline=True)
-except Exception as exc:  # e.g. anywidget missing: keep altair's default renderer
-    print(f"altair jupyter renderer unavailable ({exc}); using the default renderer")
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 160)
 

@@ -36,11 +36,6 @@ import pandas as pd
 import psens
 import psens.widgets as pw
 
-pw.enable_offline()  # Vega from the local bundle: charts render without a CDN
-try:  # static charts through the same offline renderer; harmless when run headless
-    alt.renderers.enable("jupyter", offline=True)
-except Exception as exc:
-    print(f"altair jupyter renderer unavailable ({exc}); using the default renderer")
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 160)
 
@@ -155,6 +150,7 @@ import xarray as xr
 
 coords["model"] = models
 scores = xr.Dataset({"correct": (dims, correct), "score": (dims, graded)}, coords=coords)
+scores.attrs["synthetic"] = not PSENS_LIVE  # charts of synthetic scores say so in the title
 scores
 
 # %% [markdown]

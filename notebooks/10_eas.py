@@ -31,7 +31,6 @@ PSENS_LIVE = os.environ.get("PSENS_LIVE", "") == "1" or PSENS_SIZE == "full"
 # %%
 from pathlib import Path
 
-import altair as alt
 import numpy as np
 import pandas as pd
 from IPython.display import display
@@ -40,11 +39,6 @@ import psens
 import psens.widgets as pw
 from psens.eas import charts as po
 
-pw.enable_offline()  # Vega from the local bundle: charts render without a CDN
-try:  # static charts through the same offline renderer; harmless when run headless
-    alt.renderers.enable("jupyter", offline=True)
-except Exception as exc:
-    print(f"altair jupyter renderer unavailable ({exc}); using the default renderer")
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 160)
 
@@ -145,9 +139,11 @@ if published is not None:
 
 # %%
 if judged is not None:
-    zones_w = pw.EASZones(rows=judged, scorer="eas")
+    # the sample's own 75th percentiles are 0 (most of its instances never vary): the zones
+    # use the thresholds pooled over the whole published study instead
     th = eas.thresholds(published.sens_heuristic, published.sens_judge)
     print("published pooled thresholds (t_H, t_J):", np.round(th, 3))
+    zones_w = pw.EASZones(rows=judged, scorer="eas", thresholds_hj=th)
     display(zones_w)
 
 # %% [markdown]

@@ -186,7 +186,6 @@ NEIGHBOURS = {
 import re
 import zlib
 
-import altair as alt
 import numpy as np
 import pandas as pd
 
@@ -195,11 +194,6 @@ from psens.dbsa import ablations as A
 from psens.dbsa import charts as P
 
 pd.set_option("display.precision", 3)
-pw.enable_offline()  # widgets load Vega from the vl-convert bundle, not a CDN
-try:  # plain charts too: interactive and offline in Jupyter; harmless when run headless
-    alt.renderers.enable("jupyter", offline=True)
-except Exception as exc:  # e.g. anywidget missing: keep altair's default renderer
-    print(f"altair jupyter renderer unavailable ({exc}); using the default renderer")
 
 
 class KeywordModel:

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 import psens
+import psens.widgets  # every chart below renders offline
 from psens.interactions.sparse import SparseInteractions, restricted_and_or
 from psens.ips.sparse import content_words, sparse_classes, sparse_ips, sparse_sample
 

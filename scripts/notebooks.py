@@ -21,7 +21,6 @@ import jupytext
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
 
 def cells(nb) -> list[tuple[str, str, tuple[str, ...]]]:
@@ -33,15 +32,20 @@ def read_py(path: Path):
     return jupytext.read(path, fmt="py:percent")
 
 
-def write_ipynb(nb, path: Path) -> None:
-    """``nb`` as a stripped notebook: no outputs, python3 kernel, stable cell ids."""
+def render_ipynb(nb, path: Path) -> str:
+    """``nb`` as the text of a stored notebook: no outputs, the stored metadata
+    (:data:`psens.widgets.lab.NOTEBOOK_METADATA`), stable cell ids, and the cell spacing
+    jupytext records (``lines_to_next_cell``), so a notebook saved from JupyterLab is the
+    same file."""
+    from psens.widgets.lab import notebook_metadata
+
     out = nbformat.v4.new_notebook()
-    out.metadata["kernelspec"] = dict(KERNELSPEC)
-    out.metadata["language_info"] = {"name": "python"}
-    out.metadata["jupytext"] = {"formats": "ipynb,py:percent"}
+    out.metadata.update(notebook_metadata())
     for i, cell in enumerate(nb.cells):
         tags = list(cell.metadata.get("tags", ()))
         meta = {"tags": tags} if tags else {}
+        if "lines_to_next_cell" in cell.metadata:
+            meta["lines_to_next_cell"] = cell.metadata["lines_to_next_cell"]
         if cell.cell_type == "code":
             new = nbformat.v4.new_code_cell(cell.source, metadata=meta)
         else:
@@ -49,7 +53,12 @@ def write_ipynb(nb, path: Path) -> None:
         new["id"] = f"{path.stem[:2]}-{i:02d}"
         out.cells.append(new)
     nbformat.validate(out)
-    nbformat.write(out, path)
+    return nbformat.writes(out) + "\n"
+
+
+def write_ipynb(nb, path: Path) -> None:
+    """Write ``nb`` as :func:`render_ipynb` renders it."""
+    path.write_text(render_ipynb(nb, path))
 
 
 def write_py(nb, path: Path) -> None:
@@ -82,6 +91,11 @@ def check(folder: Path) -> list[str]:
             )
         if any(c.get("outputs") or c.get("execution_count") for c in nb.cells):
             problems.append(f"{ipynb.name} holds outputs (sync strips them)")
+        elif ipynb.read_text() != render_ipynb(read_py(py), ipynb):
+            problems.append(
+                f"{ipynb.name} holds other metadata than the stored form (run: python "
+                "scripts/notebooks.py sync)"
+            )
     return problems
 
 
@@ -91,8 +105,8 @@ def sync(folder: Path) -> None:
         if py.exists() and ipynb.exists():
             nb = nbformat.read(ipynb, as_version=4)
             if cells(read_py(py)) == cells(nb):
-                if any(c.get("outputs") or c.get("execution_count") for c in nb.cells):
-                    write_ipynb(nb, ipynb)  # same cells: only strip the outputs
+                if ipynb.read_text() != render_ipynb(read_py(py), ipynb):
+                    write_ipynb(read_py(py), ipynb)  # same cells: outputs, metadata
                 continue
         if py.exists() and (not ipynb.exists() or py.stat().st_mtime >= ipynb.stat().st_mtime):
             write_ipynb(read_py(py), ipynb)

@@ -9,6 +9,9 @@ Widgets are traitlets objects: set ``w.tau = 0.2`` (or move the slider) and the 
 updates in place. ``w.on_select(cb)`` is called with the models clicked on the chart;
 :func:`link_models` lets one widget's pick drive another's models. The pure chart builders
 are in :mod:`psens.ips.charts`, the tables behind them in ``psens.ips.tables``.
+
+Importing this package renders every altair chart offline (:func:`enable_offline`: Vega from
+the local bundle, never a CDN), widgets and plain charts alike.
 """
 
 from psens.ips import charts
@@ -37,6 +40,8 @@ from .notebook import (
 from .order_ips import OrderIPS
 from .pss_variant import PSSByVariant
 from .sparsity import Sparsity
+
+enable_offline()  # every chart of a notebook that imports psens.widgets renders offline
 
 __all__ = [
     "EMBED_OPTIONS",

@@ -56,17 +56,21 @@ EMBED_OPTIONS: dict[str, Any] = {
 
 
 def enable_offline() -> None:
-    """Make every ``alt.JupyterChart`` load Vega from the bundle in ``vl-convert-python``.
+    """Render every altair chart offline: ``alt.JupyterChart`` and plain charts (altair's
+    ``"jupyter"`` renderer) load Vega from the bundle in ``vl-convert-python``, not a CDN.
 
-    Altair's default loads Vega from a CDN, which leaves charts blank offline; this is the
-    documented switch (``JupyterChart.enable_offline``). Idempotent.
+    Altair's default loads Vega from a CDN, which leaves charts blank offline; these are the
+    documented switches (``JupyterChart.enable_offline``, ``alt.renderers.enable("jupyter",
+    offline=True)``). Importing :mod:`psens.widgets` calls it, so a notebook needs no renderer
+    code of its own. Idempotent.
     """
     try:
         alt.JupyterChart.enable_offline(True)
-    except ImportError as exc:  # vl-convert missing
+        alt.renderers.enable("jupyter", offline=True, embed_options=EMBED_OPTIONS)
+    except ImportError as exc:  # vl-convert or anywidget missing
         fail(
             "psens.widgets",
-            f"offline charts need vl-convert-python ({exc})",
+            f"offline charts need vl-convert-python and anywidget ({exc})",
             "pip install 'psens[widgets]'",
             ImportError,
         )

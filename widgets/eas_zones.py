@@ -49,6 +49,11 @@ class EASZones(BaseWidget):
         per-template detail; without ``instances`` the table is computed from them with
         :func:`psens.eas.instance_metrics` (then the ``scorer`` control switches between the
         corrected and the published scorers and the zones move accordingly).
+    thresholds_hj : (float, float), optional
+        Fixed ``(t_H, t_J)`` (e.g. the published pooled thresholds of the whole study,
+        :func:`psens.eas.thresholds` of its instance table) instead of quantiles of the
+        instances given: a small sample whose quantiles are 0 (most instances fully stable)
+        would make every instance with any variation "high".
     **state
         ``dataset``, ``model``, ``task`` ("all" or one value), ``q`` (the zone quantile,
         0.75 as published), ``pool`` ("table": thresholds pooled over every instance given,
@@ -58,7 +63,9 @@ class EASZones(BaseWidget):
     Attributes
     ----------
     thresholds : (float, float)
-        The current ``(t_H, t_J)``.
+        The current ``(t_H, t_J)``. The status line says when one is 0 (then "high" means
+        any variation at all). Dataset, model and task controls are shown only when the
+        table has more than one value of them.
     detail_chart : altair.JupyterChart
         The picked instance's per-template scores (:func:`psens.eas.charts.template_scores`).
     detail_html : ipywidgets.HTML
@@ -92,9 +99,16 @@ class EASZones(BaseWidget):
         instances: pd.DataFrame | None = None,
         *,
         rows: pd.DataFrame | None = None,
+        thresholds_hj: tuple[float, float] | None = None,
         **state: Any,
     ) -> None:
         where = "EASZones"
+        self.fixed = None
+        if thresholds_hj is not None:
+            t = tuple(float(x) for x in np.asarray(thresholds_hj, dtype=float).ravel())
+            if len(t) != 2 or not all(np.isfinite(t)) or min(t) < 0:
+                fail(where, f"thresholds_hj={thresholds_hj!r}", "Pass two numbers >= 0 (t_H, t_J)")
+            self.fixed = t
         if instances is None and rows is None:
             fail(where, "neither instances nor rows were given", "Pass instances= or rows=")
         for name, df in (("instances", instances), ("rows", rows)):
@@ -155,12 +169,16 @@ class EASZones(BaseWidget):
 
     # -- state -> view --------------------------------------------------------------------
     def _controls(self) -> dict[str, ipywidgets.Widget]:
-        out: dict[str, ipywidgets.Widget] = {
-            "dataset": self._dropdown("dataset"),
-            "model": self._dropdown("model"),
-        }
-        if self.tasks:
-            out["task"] = self._dropdown("task")
+        out: dict[str, ipywidgets.Widget] = {}
+        for name, values in (
+            ("dataset", self.datasets),
+            ("model", self.model_names),
+            ("task", self.tasks),
+        ):
+            if len(values) > 1:  # one value: a filter that would change nothing
+                out[name] = self._dropdown(name)
+        if self.fixed is not None:
+            return out  # fixed thresholds: no quantile or pooling to choose
         out["q"] = ipywidgets.FloatSlider(
             value=self.q,
             min=0.5,
@@ -189,7 +207,7 @@ class EASZones(BaseWidget):
                 keep &= table[col].astype(str).to_numpy() == value
         shown = table[keep].reset_index(drop=True)
         pool = table if self.pool == "table" else shown
-        th = thresholds(pool["sens_heuristic"], pool["sens_judge"], q=self.q)
+        th = self.fixed or thresholds(pool["sens_heuristic"], pool["sens_judge"], q=self.q)
         self.thresholds = th
         shown = shown.assign(
             zone=zones(shown["sens_heuristic"], shown["sens_judge"], thresholds_hj=th).to_numpy()
@@ -198,10 +216,12 @@ class EASZones(BaseWidget):
 
     def _chart(self, tables: dict[str, Any]) -> alt.TopLevelMixin:
         t_h, t_j = self.thresholds
-        title = (
-            f"SensH vs SensJ · thresholds t_H = {t_h:.3f}, t_J = {t_j:.3f} "
-            f"(q = {self.q:.2f}, pooled over {'all' if self.pool == 'table' else 'shown'})"
+        how = (
+            "given"
+            if self.fixed is not None
+            else f"q = {self.q:.2f}, pooled over {'all' if self.pool == 'table' else 'shown'}"
         )
+        title = f"SensH vs SensJ · thresholds t_H = {t_h:.3f}, t_J = {t_j:.3f} ({how})"
         return zones_scatter(
             tables["instances"], thresholds_hj=self.thresholds, select=PICK, title=title
         ).properties(width=380, height=340)
@@ -211,19 +231,27 @@ class EASZones(BaseWidget):
         if t.empty:
             return "no instance matches the filters"
         counts = t["zone"].value_counts()
+        zero = [n for n, x in zip(("t_H", "t_J"), self.thresholds, strict=True) if x == 0]
+        note = (
+            f" · {' and '.join(zero)} = 0: most instances do not vary, so any variation is "
+            "'high' (pass thresholds_hj= of the whole study)"
+            if zero
+            else ""
+        )
         parts = ", ".join(f"{z}: {int(counts.get(z, 0))}" for z in ("artifact", "underdetected"))
         parts += ", " + ", ".join(f"{z}: {int(counts.get(z, 0))}" for z in ("genuine", "stable"))
         return (
             f"{len(t)} instances · {parts} · mean EAS {t['eas'].mean():.3f}"
             if "eas" in t.columns
             else f"{len(t)} instances · {parts}"
-        )
+        ) + note
 
     def _body(self) -> ipywidgets.Widget:
         side = ipywidgets.VBox(
             [self.detail_chart, self.detail_html], layout=ipywidgets.Layout(max_width="560px")
         )
-        return ipywidgets.HBox([self.jchart, side])
+        # the detail panel wraps below the scatter when the notebook is too narrow for both
+        return ipywidgets.HBox([self.jchart, side], layout=ipywidgets.Layout(flex_flow="row wrap"))
 
     # -- the picked instance ------------------------------------------------------------------
     def detail(self) -> pd.DataFrame:
@@ -245,9 +273,17 @@ class EASZones(BaseWidget):
             metrics = row
         self.tables["detail"] = detail
         title = self.instance.split("|")[-1] if self.instance else "no instance picked"
-        self.detail_chart.chart = template_scores(
-            detail if not detail.empty else self._empty_detail(), title=title
-        ).properties(width=300, height=160)
+        if detail.empty:  # nothing picked yet: say what to do instead of an empty frame
+            hint = "click an instance on the scatter" if self.rows is not None else "no rows"
+            chart = (
+                alt.Chart(pd.DataFrame({"text": [f"{hint}: its 8 templates show here"]}))
+                .mark_text(fontSize=13)
+                .encode(text="text:N")
+                .properties(title=title)
+            )
+        else:
+            chart = template_scores(detail, title=title)
+        self.detail_chart.chart = chart.properties(width=300, height=160)
         self.detail_html.value = instance_detail_html(metrics, detail)
 
     def _on_instance(self, change: dict) -> None:

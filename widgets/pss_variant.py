@@ -28,7 +28,7 @@ import ipywidgets
 import traitlets
 import xarray as xr
 
-from psens._charts import PICK
+from psens._charts import PICK, mark_synthetic
 from psens._validation import fail
 from psens.pss.charts import pss_by_model, pss_by_shot, pss_by_variant
 from psens.pss.tables import CANDIDATES, pss_tables, variant_dim
@@ -168,7 +168,8 @@ class PSSByVariant(BaseWidget):
 
     def _compute(self) -> dict[str, Any]:
         da = self.data[self.variables[self.score]]
-        return pss_tables(da, shot=self.shot, models=self.models)
+        tables = pss_tables(da, shot=self.shot, models=self.models)
+        return {k: mark_synthetic(t, self.data) for k, t in tables.items()}
 
     def _chart(self, tables: dict[str, Any]) -> alt.TopLevelMixin:
         kind = f"{self.score} scores"

@@ -31,7 +31,14 @@ from xarray.core.indexes import PandasIndex
 
 from psens._validation import fail
 
-__all__ = ["SEPARATORS", "PairIndex", "pair_coords", "resolve_pair"]
+__all__ = [
+    "SEPARATORS",
+    "PairIndex",
+    "RunPairIndex",
+    "index_run_pairs",
+    "pair_coords",
+    "resolve_pair",
+]
 
 #: how two template names may be joined in a pair name (the label uses the first)
 SEPARATORS = ("|", "-", " vs ")
@@ -92,14 +99,19 @@ class PairIndex(PandasIndex):
     are passed to :class:`xarray.indexes.PandasIndex` unchanged.
     """
 
-    def _canonical(self, query: Any) -> Any:
+    def _pairs(self) -> tuple[list, list[str], list[str]]:
+        """The index's keys and the two templates of each."""
         labels = [str(x) for x in self.index]
-        if isinstance(query, str | np.str_ | tuple) and not (
-            isinstance(query, str) and query in labels
-        ):
-            split = [_split(x) or (x, "") for x in labels]
-            a, b = zip(*split, strict=True) if split else ((), ())
-            return labels[resolve_pair(query, a, b, f".sel({self.dim}=...)", KeyError)]
+        split = [_split(x) or (x, "") for x in labels]
+        a, b = zip(*split, strict=True) if split else ((), ())
+        return labels, list(a), list(b)
+
+    def _canonical(self, query: Any) -> Any:
+        if isinstance(query, str | np.str_ | tuple):
+            keys, a, b = self._pairs()
+            if isinstance(query, str) and query in keys:
+                return query
+            return keys[resolve_pair(query, a, b, f".sel({self.dim}=...)", KeyError)]
         if isinstance(query, list | np.ndarray) and np.asarray(query).dtype.kind in "OU":
             return [self._canonical(q) for q in np.asarray(query, dtype=object).tolist()]
         return query
@@ -108,6 +120,42 @@ class PairIndex(PandasIndex):
         """Select by pair name (any order, ``|`` or ``-``); see :func:`resolve_pair`."""
         labels = {k: self._canonical(v) for k, v in labels.items()}
         return super().sel(labels, method=method, tolerance=tolerance)
+
+
+class RunPairIndex(PairIndex):
+    """The integer ``pair`` index of a run (the store's schema) that also takes pair names:
+    ``ds.sel(pair="ips1|ips4")``, ``"ips4-ips1"`` or ``("ips1", "ips4")`` select the pair of
+    those two templates (:func:`resolve_pair`; an unknown pair raises a ``KeyError`` naming
+    the templates); integers select as before. Attached by :func:`index_run_pairs`."""
+
+    def __init__(self, array, dim, coord_dtype=None, *, fastpath=False, names=None):
+        super().__init__(array, dim, coord_dtype, fastpath=fastpath)
+        self.names: dict[int, tuple[str, str]] = dict(names or {})
+
+    def _replace(self, index, dim=None, coord_dtype=None):
+        out = super()._replace(index, dim, coord_dtype)
+        out.names = self.names
+        return out
+
+    def _pairs(self) -> tuple[list, list[str], list[str]]:
+        keys = list(self.names)
+        return keys, [self.names[k][0] for k in keys], [self.names[k][1] for k in keys]
+
+
+def index_run_pairs(ds):
+    """``ds`` with its ``pair`` dim indexed by :class:`RunPairIndex` (the pair numbers kept,
+    names from the ``template_a``/``template_b`` coordinates); unchanged without them."""
+    import xarray as xr
+
+    if not {"pair", "template_a", "template_b"} <= set(ds.coords):
+        return ds
+    numbers = np.asarray(ds["pair"].values)
+    names = {
+        int(p): (str(a), str(b))
+        for p, a, b in zip(numbers, ds["template_a"].values, ds["template_b"].values, strict=True)
+    }
+    index = RunPairIndex(pd.Index(numbers), "pair", names=names)
+    return ds.assign_coords(xr.Coordinates.from_xindex(index))
 
 
 def pair_coords(templates_a: Sequence[str], templates_b: Sequence[str], dim: str = "pair"):

@@ -506,19 +506,21 @@ class SparseSample:
         return {o: self.ips(tau, None if o == "all" else o) for o in ORDER_LEVELS}
 
     def top(self, template: str, k: int = 10):
-        """The ``k`` strongest recovered AND interactions under ``template`` as a DataFrame
-        (``subset`` words, ``size``, ``value``)."""
+        r"""The ``k`` strongest recovered AND interactions under ``template`` as a DataFrame
+        (``subset`` words, ``size``, ``value``); the empty set (the bias
+        :math:`I(\emptyset) = v(\emptyset)`) is not an interaction and is left out."""
         import pandas as pd
 
         inter = self.recoveries[template].interactions.top(k)
-        bits = as_bits(inter.subsets, self.n)
+        keep = inter.subsets != 0
+        bits = as_bits(inter.subsets[keep], self.n)
         rows = [
             {
-                "words": " ∧ ".join(w for w, b in zip(self.words, r, strict=True) if b) or "∅",
+                "words": " ∧ ".join(w for w, b in zip(self.words, r, strict=True) if b),
                 "size": int(r.sum()),
                 "value": float(v),
             }
-            for r, v in zip(bits, inter.values, strict=True)
+            for r, v in zip(bits, inter.values[keep], strict=True)
         ]
         return pd.DataFrame(rows).sort_values("value", key=np.abs, ascending=False)
 

@@ -2,6 +2,8 @@
 
 Every function returns an altair chart and never displays it; altair is imported inside the
 functions (:func:`psens._charts.altair`), so ``psens`` imports without the ``widgets`` extra.
+A table (or DataArray) marked synthetic (``attrs["synthetic"]``,
+:func:`psens._charts.mark_synthetic`) gives a chart titled "synthetic data".
 
 References
 ----------
@@ -16,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from psens._charts import altair, need_columns
+from psens._charts import altair, label_synthetic, need_columns
 
 __all__ = ["pss_by_model", "pss_by_shot", "pss_by_variant"]
 
@@ -66,7 +68,7 @@ def pss_by_model(
     if {"ci_lo", "ci_hi"} <= set(df.columns):
         layers.append(alt.Chart().mark_errorbar().encode(x=f"{model}:N", y="ci_lo:Q", y2="ci_hi:Q"))
     chart = alt.layer(*layers, data=df)
-    return chart.properties(title=title) if title else chart
+    return label_synthetic(chart.properties(title=title) if title else chart, pss, df)
 
 
 def pss_by_shot(
@@ -97,7 +99,7 @@ def pss_by_shot(
         chart = chart.add_params(sel).encode(
             opacity=alt.condition(sel, alt.value(1.0), alt.value(0.3))
         )
-    return chart.properties(title=title) if title else chart
+    return label_synthetic(chart.properties(title=title) if title else chart, pss, df)
 
 
 def pss_by_variant(
@@ -151,4 +153,4 @@ def pss_by_variant(
         )
         layers.append(rule)
     chart = alt.layer(*layers, data=df)
-    return chart.properties(title=title) if title else chart
+    return label_synthetic(chart.properties(title=title) if title else chart, table)

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from psens._charts import mark_synthetic
 from psens.pss.metric import INSTANCE_DIMS, VARIANT_DIMS, find_dim, pss, variant_disagreement
 
 __all__ = ["CANDIDATES", "pss_tables", "sample_dim", "variant_dim"]
@@ -91,6 +92,7 @@ def pss_tables(
     [style,] disagreement, mean_score, pss), ``style`` (model, style, pss; empty without a
     ``style`` coord) and ``shot`` (model, shot, pss; empty without a shot dim).
     """
+    source = scores  # synthetic scores give tables marked synthetic
     vdim = variant_dim(scores)
     sdim = sample_dim(scores)
     if "model" not in scores.dims:
@@ -146,4 +148,5 @@ def pss_tables(
                 pd.DataFrame({"model": names, "style": style, "pss": val.values.astype(float)})
             )
         by_style = pd.concat(parts, ignore_index=True)
-    return {"model": by_model, "variant": by_variant, "style": by_style, "shot": by_shot}
+    out = {"model": by_model, "variant": by_variant, "style": by_style, "shot": by_shot}
+    return {k: mark_synthetic(t, source) for k, t in out.items()}

@@ -72,7 +72,11 @@ def start_lab(home: Path, root: Path, env: dict[str, str] | None = None):
     (app_settings / "overrides.json").write_text(
         json.dumps(
             {
-                "@jupyterlab/notebook-extension:tracker": {"autoStartDefaultKernel": True},
+                # every cell in the DOM (no windowing), so every chart can be checked
+                "@jupyterlab/notebook-extension:tracker": {
+                    "autoStartDefaultKernel": True,
+                    "windowingMode": "none",
+                },
                 "@jupyterlab/apputils-extension:notification": {
                     "checkForUpdates": False,
                     "fetchNews": "false",
@@ -100,6 +104,7 @@ def start_lab(home: Path, root: Path, env: dict[str, str] | None = None):
         "--IdentityProvider.token=", "--ServerApp.password=",
         "--LabApp.expose_app_in_browser=True", f"--LabApp.app_settings_dir={app_settings}",
         f"--ServerApp.root_dir={root}",
+        "--ContentsManager.pre_save_hook=psens.widgets.lab.keep_stored_metadata",  # as make lab
     ]  # fmt: skip
     with open(log, "w") as out:
         proc = subprocess.Popen(
@@ -154,8 +159,8 @@ def start_chromium(profile: Path) -> tuple[Any, Callable[[], None]]:
 # ----------------------------------------------------------------------------- notebook UI
 
 
-def open_and_run_all(page, url: str, timeout_ms: int = 180_000) -> None:
-    """Open a notebook in JupyterLab, wait for its kernel, run all cells, wait for them.
+def open_notebook(page, url: str) -> None:
+    """Open a notebook in JupyterLab and wait for its kernel to be idle.
 
     ``?reset`` starts from an empty workspace, so the notebook is the only (current) tab.
     """
@@ -166,6 +171,23 @@ def open_and_run_all(page, url: str, timeout_ms: int = 180_000) -> None:
         " && w.sessionContext.session.kernel; return k && k.status === 'idle'; }",
         timeout=90_000,
     )
+
+
+def wait_saved(path: Path, quiet: float = 1.0, timeout: float = 30.0) -> None:
+    """Wait until ``path`` (and its jupytext pair) has not changed for ``quiet`` seconds."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        now = [p.stat().st_mtime_ns for p in (path, path.with_suffix(".py")) if p.exists()]
+        if now == last:
+            return
+        last = now
+        time.sleep(quiet)
+
+
+def open_and_run_all(page, url: str, timeout_ms: int = 180_000) -> None:
+    """Open a notebook in JupyterLab (:func:`open_notebook`), run all cells, wait for them."""
+    open_notebook(page, url)
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
     wait_cells_done(page, timeout_ms)
 

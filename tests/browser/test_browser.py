@@ -1,11 +1,14 @@
 """A real browser: JupyterLab + headless Debian Chromium, driven by Python playwright.
 
-JupyterLab (on 127.0.0.1) serves copies of notebooks 00, 02 and 04 at tiny size; each test
-opens one, runs all cells and changes one control, asserting that the chart changed, that
-dropdowns display their value (not a blank box) and show long names in full, and that no
-console error or failed request happened. The report test opens a report built from hostile
-ids. Screenshots go to ``build/browser/``. The machinery (servers started and stopped by
-PID) is :mod:`tests.browser.harness`.
+JupyterLab (on 127.0.0.1, started as ``make lab`` starts it) serves copies of every notebook
+(found by glob, so new ones are covered) at tiny size, with every request to another host
+blocked. Each notebook is opened and saved — the files must stay byte for byte the tracked
+ones (``git status`` clean) — then run top to bottom in its own kernel: no error output, no
+console error, no failed or blocked request, and every chart drew marks (offline Vega).
+Notebooks 00, 02 and 04 also get a control changed, asserting that the chart changed, that
+dropdowns display their value (not a blank box) and show long names in full. The report
+test opens a report built from hostile ids. Screenshots go to ``build/browser/``. The
+machinery (servers started and stopped by PID) is :mod:`tests.browser.harness`.
 
 Run with ``make test-browser`` (installs chromium with apt when missing) or
 ``pytest -m browser tests/browser``. Never ``playwright install``: the browser is Debian's.
@@ -13,32 +16,45 @@ Run with ``make test-browser`` (installs chromium with apt when missing) or
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
 from tests.browser import harness
+
+try:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+except ImportError:  # the browser tests skip without playwright
+    PlaywrightTimeout = TimeoutError
 from tests.support import ROOT
 
 pytestmark = pytest.mark.browser
 
-NOTEBOOKS = ("00_start_here.ipynb", "02_case_studies.ipynb", "04_orders.ipynb")
+NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
 SHOTS = ROOT / "build" / "browser"
+#: hosts a page may reach: the JupyterLab server only
+LOCAL = {"127.0.0.1"}
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory, request):
-    """A JupyterLab server on loopback serving a temp folder with the notebooks."""
+    """A JupyterLab server on loopback serving a temp checkout: copies of the notebook pairs
+    and of ``jupytext.toml``, ``data/`` linked."""
     pytest.importorskip("jupyterlab")
     home = tmp_path_factory.mktemp("lab")
     root = home / "root"
-    root.mkdir()
-    for name in NOTEBOOKS:
-        shutil.copy(ROOT / "notebooks" / name, root / name)
+    (root / "notebooks").mkdir(parents=True)
+    for path in (ROOT / "notebooks").iterdir():
+        if path.suffix in (".ipynb", ".py"):
+            shutil.copy(path, root / "notebooks" / path.name)
+    shutil.copy(ROOT / "jupytext.toml", root / "jupytext.toml")
+    (root / "data").symlink_to(ROOT / "data")
     info, stop = harness.start_lab(home, root, {"PSENS_SIZE": "tiny", "PSENS_RUN": ""})
     request.addfinalizer(stop)
-    return info
+    return {**info, "root": root}
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +69,21 @@ def browser(tmp_path_factory, request):
 
 
 def _page(browser):
-    """A new page and the list its console errors, page errors and failed requests go to."""
+    """A new page that can reach 127.0.0.1 only, and the list its console errors, page
+    errors, failed and blocked requests go to."""
     context = browser.contexts[0] if browser.contexts else browser.new_context()
     page = context.new_page()
     page.set_viewport_size({"width": 1400, "height": 1000})
     problems: list[str] = []
+
+    def route(r):
+        url = urlparse(r.request.url)
+        if url.scheme in ("http", "https", "ws", "wss") and url.hostname not in LOCAL:
+            problems.append(f"blocked request: {r.request.url}")
+            return r.abort()
+        return r.continue_()
+
+    page.route("**/*", route)
     page.on(
         "console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None
     )
@@ -122,12 +148,59 @@ def _wait_chart_text(page, output, text: str, timeout: int = 60_000) -> None:
     )
 
 
+#: JS: per chart of the page, how many drawn marks it has (shapes of role-mark groups:
+#: bars, points, lines, rules, text; not axes or legends) and whether it has an svg yet
+_MARKS = """() => [...document.querySelectorAll('.vega-embed')].map(e => {
+    const s = e.querySelector('svg.marks');
+    const n = s ? s.querySelectorAll(
+        '.role-mark > path, .role-mark > line, .role-mark > text, .role-mark > rect,'
+        + ' .role-mark > image').length : 0;
+    return {svg: !!s, marks: n, title: s ? (s.getAttribute('aria-label') || '') : ''};
+})"""
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_notebook_saves_unchanged_runs_offline_and_draws(lab, browser, name):
+    """Open and save: the pair is unchanged; run all: no error, every chart drew marks."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page, problems = _page(browser)
+    stem = name.removesuffix(".ipynb")
+    files = {ext: lab["root"] / "notebooks" / f"{stem}.{ext}" for ext in ("ipynb", "py")}
+    tracked = {ext: path.read_bytes() for ext, path in files.items()}
+    try:
+        harness.open_notebook(page, f"{lab['url']}/lab/tree/notebooks/{name}")
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        page.wait_for_function(
+            "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
+        )
+        harness.wait_saved(lab["root"] / "notebooks" / name)
+        for ext, path in files.items():
+            assert path.read_bytes() == tracked[ext], (
+                f"opening and saving {stem}.{ext} in JupyterLab changed it"
+            )
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        harness.wait_cells_done(page)
+        _no_error_outputs(page)
+        try:  # every chart drew its marks (rendering, and re-rendering, is asynchronous)
+            page.wait_for_function(f"() => ({_MARKS})().every(c => c.marks > 0)", timeout=60_000)
+        except PlaywrightTimeout:
+            pass  # the assertion below names the blank charts
+        charts = page.evaluate(_MARKS)
+        (SHOTS / f"{stem}_charts.json").write_text(json.dumps(charts, indent=1))
+        blank = [c for c in charts if not c["marks"]]
+        assert not blank, f"{name}: {len(blank)} of {len(charts)} charts drew no marks: {blank}"
+    finally:
+        page.screenshot(path=str(SHOTS / f"{stem}_all.png"), full_page=True)
+        page.close()
+    assert not problems, "\n".join(problems)
+
+
 def test_orders_notebook_runs_and_reacts(lab, browser):
     """Notebook 04: the tau slider and the layout toggle of the first OrderIPS widget."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     page, problems = _page(browser)
     try:
-        harness.open_and_run_all(page, f"{lab['url']}/lab/tree/04_orders.ipynb")
+        harness.open_and_run_all(page, f"{lab['url']}/lab/tree/notebooks/04_orders.ipynb")
         page.wait_for_selector(".widget-slider .noUi-handle", timeout=30_000)
         page.wait_for_selector(".vega-embed svg.marks", timeout=30_000)
         _no_error_outputs(page)
@@ -173,7 +246,7 @@ def test_case_studies_notebook_pair_dropdown(lab, browser):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page, problems = _page(browser)
     try:
-        harness.open_and_run_all(page, f"{lab['url']}/lab/tree/02_case_studies.ipynb")
+        harness.open_and_run_all(page, f"{lab['url']}/lab/tree/notebooks/02_case_studies.ipynb")
         page.wait_for_selector(".vega-embed svg.marks", timeout=30_000)
         _no_error_outputs(page)
         case = page.locator(".jp-OutputArea-output", has=page.locator(".widget-dropdown")).first
@@ -209,7 +282,7 @@ def test_start_here_notebook_with_a_widget(lab, browser):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page, problems = _page(browser)
     try:
-        harness.open_and_run_all(page, f"{lab['url']}/lab/tree/00_start_here.ipynb")
+        harness.open_and_run_all(page, f"{lab['url']}/lab/tree/notebooks/00_start_here.ipynb")
         _no_error_outputs(page)
         page.screenshot(path=str(SHOTS / "00_start_here_ran.png"))
         page.evaluate(

@@ -138,6 +138,7 @@ def test_sparse_sample_logs_resumes_and_ips(tmp_path):
     assert again.ips() == pytest.approx(first.ips())
     table = first.top("ips1", 3)
     assert table.iloc[0]["value"] == pytest.approx(2.0) and table.iloc[0]["size"] == 1
+    assert (table["size"] > 0).all() and len(table) <= 3  # the bias I(∅) is no interaction
 
 
 def test_sparse_sample_refuses_before_scoring(tmp_path):
