@@ -775,7 +775,7 @@ class Scorer:
         """
         import torch
 
-        enc = self.encode(item, template, shots=shots)
+        enc = self.encode(item, template, shots=shots, variables=())  # no masking here
         t = _prompts.get_template(template)
         with torch.inference_mode():
             out = self._forward(enc.ids[None, :], None, keep=1, hidden=True)
