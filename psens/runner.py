@@ -458,6 +458,7 @@ def _predict_block(scorer, plan: Plan, sample: int) -> dict[str, np.ndarray]:
                 shots=plan.shots[k],
                 generate=cfg.generate,
                 max_new_tokens=cfg.max_new_tokens,
+                reuse_prefix=True,  # the few-shot prefix is the same for every item
             )
             cells["p_target"][h, t], cells["confidence"][h, t] = pred.p_target, pred.confidence
             if pred.correct is not None:

@@ -201,3 +201,23 @@ def test_psens_summary_reads_a_pss_run(pss_run, capsys):
     assert main(["summary", str(d / "pss.zarr")]) == 0
     out = capsys.readouterr().out
     assert "0-shot PSS" in out and "1-shot PSS" in out and "IPS" not in out
+
+
+def test_reusing_the_few_shot_prefix_gives_the_same_prediction(pss_run):
+    import psens
+    from tests.support import QUESTIONS
+
+    _, d = pss_run
+    scorer = psens.models.load(str(d / "model"), n_max=1, progress=False)
+    items = [
+        Item(q, text, tuple(zip("ABC", opts, strict=True)), a) for q, text, opts, a in QUESTIONS
+    ]
+    for name in ("t-lay1", "t-lay2"):
+        for it in items[2:4]:
+            a = scorer.predict(it, name, shots=items[:2], generate=False)
+            b = scorer.predict(it, name, shots=items[:2], generate=False, reuse_prefix=True)
+            assert a.choice == b.choice
+            assert abs(a.confidence - b.confidence) < 1e-5
+            assert abs(a.p_target - b.p_target) < 1e-5
+            assert np.allclose(a.hidden, b.hidden, atol=1e-4)
+    assert len(scorer._prefixes) == 2  # one cached prefix per template, reused across items
