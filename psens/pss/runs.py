@@ -176,7 +176,7 @@ def confidence_relation(
             boot = rank_correlation(x[idx], y[idx], method=method)
             valid = int(np.isfinite(boot).sum())
             if valid:
-                lo, hi = (float(v) for v in percentile_ci(boot[:, None], ci))
+                lo, hi = (float(v[0]) for v in percentile_ci(boot[:, None], ci))
         rows.append(
             {
                 "model": model,
