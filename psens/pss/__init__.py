@@ -39,6 +39,7 @@ from psens.pss.published import (
     register_published,
 )
 from psens.pss.runs import (
+    chance_pss,
     confidence_relation,
     instance_table,
     is_pss_run,
@@ -55,6 +56,7 @@ __all__ = [
     "SHOT_COUNTS",
     "PSSSummary",
     "arena_label_score",
+    "chance_pss",
     "confidence",
     "confidence_relation",
     "find_dim",

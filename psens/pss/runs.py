@@ -40,6 +40,7 @@ from psens._validation import check_in_interval, check_positive_int, fail
 from psens.pss.metric import instance_pss
 
 __all__ = [
+    "chance_pss",
     "confidence_relation",
     "instance_table",
     "is_pss_run",
@@ -49,6 +50,17 @@ __all__ = [
 ]
 
 WHERE = "psens.pss.runs"
+
+
+def chance_pss(accuracy: float) -> float:
+    r"""Expected :math:`S_i` of answers that are right independently under each prompt with
+    probability ``accuracy``: :math:`E[S_i] = 2a(1-a)` for any number of prompts (with
+    :math:`K` right of :math:`m`, :math:`S_i = K(m-K)/\binom m2` and
+    :math:`E[K(m-K)] = m(m-1)a(1-a)`). A model guessing uniformly among ``k`` options has
+    ``chance_pss(1 / k)`` (0.375 for four options): PSS near it says the answers carry no
+    stable preference, not that the prompts matter."""
+    check_in_interval(accuracy, "psens.pss.chance_pss", "accuracy", 0.0, 1.0, closed="both")
+    return 2.0 * accuracy * (1.0 - accuracy)
 
 
 def is_pss_run(ds: xr.Dataset) -> bool:

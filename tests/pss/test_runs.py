@@ -145,3 +145,24 @@ def test_failed_blocks_are_left_out_and_other_runs_refused(random_run):
     assert not is_pss_run(ips_like)
     with pytest.raises(ValueError, match="not a PSS run"):
         instance_table(ips_like)
+
+
+@pytest.mark.parametrize("a", [0.0, 0.25, 0.2, 0.5, 0.9])
+def test_chance_pss_is_the_expected_s_i_of_independent_answers(a):
+    from psens.pss.runs import chance_pss
+
+    for m in (2, 4, 5):  # enumerate every outcome of m independent prompts
+        expected = 0.0
+        for outcome in itertools.product([0.0, 1.0], repeat=m):
+            k = sum(outcome)
+            expected += a**k * (1 - a) ** (m - k) * literal_s_i(list(outcome))
+        assert chance_pss(a) == pytest.approx(expected)
+
+
+def test_synthetic_pss_run_is_labelled_and_analysable():
+    from psens.synthetic import synthetic_pss_run
+
+    ds = synthetic_pss_run(n_samples=10)
+    assert ds.attrs["synthetic"] and is_pss_run(ds)
+    got = pss_by_shot(ds, n_boot=200, n_perm=200)
+    assert (got.groupby("model")["pss"].first() > got.groupby("model")["pss"].last()).all()
