@@ -144,3 +144,18 @@ def test_ips_notebook_runs_on_every_kind_of_run(path, runs):
         assert not _errors(nb, nb.cells[a:b]), (name, _errors(nb, nb.cells[a:b]))
     budget = BUDGET * len(runs)
     assert elapsed < budget, f"{path.name} took {elapsed:.0f} s on {len(runs)} runs"
+
+
+def test_prosa_notebook_opens_the_shipped_pss_runs(monkeypatch):
+    """Notebook 09 shows the real PSS runs by default, without a synthetic label."""
+    path = ROOT / "notebooks" / "09_prosa_pss.ipynb"
+    assert (ROOT / "data" / "runs" / "pss-arc.nc").exists()
+    monkeypatch.setenv("PSENS_SIZE", "")
+    monkeypatch.setenv("PSENS_RUN", "")
+    nb = nbformat.read(path, as_version=4)
+    elapsed = _execute(nb, path, BUDGET)
+    assert not _errors(nb)
+    text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if "text" in o)
+    assert "ARC-Challenge: models ['smollm2-135m-instruct', 'gemma3-270m']" in text
+    assert "CommonsenseQA: models" in text and "synthetic" not in text.lower()
+    assert elapsed < BUDGET, f"{path.name} took {elapsed:.0f} s (budget {BUDGET:.0f} s)"
