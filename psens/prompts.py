@@ -424,7 +424,7 @@ def _check_item(item: Item, t: Template, where: str) -> None:
             f"template {t.name!r} is for multiple-choice items but item {item.id!r} has no options",
             "Use the 'open' template for open-ended items",
         )
-    labels = tuple(lab for lab, _ in item.options)
+    labels = tuple(lab for lab, _ in item.options or ())
     if t.layout and labels != t.option_labels:
         fail(
             where,
