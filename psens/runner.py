@@ -870,7 +870,7 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
     say(
         f"psens run: {len(cfg.models)} model(s) x {len(plan.items)} samples x "
         f"{len(plan.templates)} templates x {len(plan.shot_keys)} shot setting(s); "
-        f"{est['forward_passes']:,} masked prompts (roughly {_fmt_time(est['seconds'])} at the "
+        f"{est['forward_passes']:,} {_prompts_word(cfg)} (roughly {_fmt_time(est['seconds'])} at the "
         f"speed of a reference 2-core CPU; timed on this machine after the first block), "
         f"store ~{_fmt_bytes(est['store_bytes'])}"
     )
@@ -962,7 +962,7 @@ def _run_serial(
                 rate = est["rate"]
                 line = (
                     f"first block took {f'{took:.1f} s' if took < 10 else _fmt_time(took)} "
-                    f"({block_prompts(plan, s):,} masked prompts, "
+                    f"({block_prompts(plan, s):,} {_prompts_word(cfg)}, "
                     f"{f'{rate:.1f}' if rate < 10 else f'{rate:.0f}'}/s on this machine); "
                     f"~{_fmt_time(est['seconds_left'])} left"
                 )
@@ -1085,6 +1085,11 @@ def _blocks_note(pending: int, failed: int) -> str:
     if failed:
         return f"{blocks(failed)} failed"
     return ""
+
+
+def _prompts_word(cfg: RunConfig) -> str:
+    """What a run scores: masked prompts, or (``n_vars = 0``) the unmasked prompts only."""
+    return "prompts (unmasked only)" if cfg.predictions_only else "masked prompts"
 
 
 def _fmt_bytes(n: float) -> str:
