@@ -870,8 +870,8 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
     say(
         f"psens run: {len(cfg.models)} model(s) x {len(plan.items)} samples x "
         f"{len(plan.templates)} templates x {len(plan.shot_keys)} shot setting(s); "
-        f"{est['forward_passes']:,} {_prompts_word(cfg)} (roughly {_fmt_time(est['seconds'])} at the "
-        f"speed of a reference 2-core CPU; timed on this machine after the first block), "
+        f"{est['forward_passes']:,} {_prompts_word(cfg)} (roughly {_fmt_time(est['seconds'])} "
+        f"at the speed of a reference 2-core CPU; timed on this machine after the first block), "
         f"store ~{_fmt_bytes(est['store_bytes'])}"
     )
     _check_disk(Path(cfg.store), est["store_bytes"])
