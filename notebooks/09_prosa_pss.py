@@ -7,10 +7,11 @@
 #
 # over **unordered** pairs (for binary correctness, $S_i$ is the share of variant pairs whose correctness differs). **What the paper reports** (author-reported, plotted rather than tabulated): Llama3-70B-Instruct is the most robust model overall (§3.3); few-shot examples lower PSS for all four Qwen1.5 models, most from 0 to 1 shot (§3.4, fig. 5); higher top-token confidence goes with lower PSS on CommonsenseQA (§5.2, fig. 7); subjective PSS on Arena Hard Auto is 0.249–0.266 for the five chat models against 0.275 for the reference row (tab. 2). PSS < 0.1 is the paper's rule of thumb for "robust" (§2.2), without justification.
 #
-# **How to run.** Top to bottom. By default the notebook opens the **real runs shipped in
-# `data/runs/`**: `pss-arc.nc` and `pss-csqa.nc`, SmolLM2-135M-Instruct and Gemma-3-270M (base)
-# on 10 ARC-Challenge and 10 CommonsenseQA validation items × ProSA's 12 published prompts × 0/1/3
-# shots (`make shipped-run` recomputes them; their configs are beside them). `PSENS_RUN=path`
+# **How to run.** Top to bottom. By default the notebook opens the **real PSS runs** that
+# `make shipped-run` writes from the configs `data/runs/pss-arc.toml` and `pss-csqa.toml`
+# (SmolLM2-135M-Instruct and Gemma-3-270M base on 10 ARC-Challenge and 10 CommonsenseQA
+# validation items × ProSA's 12 published prompts × 0/1/3 shots), and says so when they have
+# not been computed in this checkout (it then shows the synthetic run). `PSENS_RUN=path`
 # opens another PSS run (a `psens run` with `n_vars = 0`); `PSENS_SIZE=tiny` opens a
 # **synthetic** run instead (every table and chart then says so); `PSENS_LIVE=1` (or
 # `PSENS_SIZE=full`) adds a live SmolLM2 section on psens's own variants. Charts are widgets:
@@ -145,7 +146,9 @@ for name, ds in runs.items():
 # %%
 rows = []
 for name, ds in runs.items():
-    n_opt = 4 if SYNTHETIC else (4 if "ARC" in name else 5)
+    # options per item: ProSA's ARC-Challenge prompts show four, CommonsenseQA five
+    dataset = str(ds.attrs.get("dataset", ""))
+    n_opt = {"arc-challenge": 4, "commonsenseqa": 5}.get(dataset, 4)
     table = instance_table(ds)
     by_shot = pss_by_shot(ds).set_index(["model", "shot"])
     for (model, shot), g in table.groupby(["model", "shot"]):
