@@ -1,28 +1,31 @@
 # %% [markdown]
 # # 09 · ProSA: PromptSensiScore (PSS) and decoding confidence
 #
-# ProSA (Zhuo et al., Findings of EMNLP 2024) measures prompt sensitivity **per instance**: the same question is asked with several prompt variants and the scores are compared within the question, so a model that is right under one wording and wrong under another counts as sensitive even when the dataset average does not move (§2.1, fig. 2). For an instance $i$ with prompt variants $P$ and scores $Y(p)\in[0,1]$:
+# ProSA (Zhuo et al., "ProSA: Assessing and Understanding the Prompt Sensitivity of LLMs", Findings of EMNLP 2024) measures prompt sensitivity **per instance**: the same question is asked with several prompt variants and the scores are compared within the question, so a model that is right under one wording and wrong under another counts as sensitive even when the dataset average does not move (§2.1, fig. 2). For an instance $i$ with prompt variants $P$ and scores $Y(p)\in[0,1]$:
 #
-# $$S_i = \frac{\sum_{p<q} |Y(p) - Y(q)|}{\binom{|P|}{2}} \quad\text{(eq. 1)}\qquad \mathrm{PSS} = \frac1N \sum_i S_i \quad\text{(eq. 2)}$$
+# $$S_i = \frac{\sum_{p<q} |Y(p) - Y(q)|}{\binom{|P|}{2}} \quad\text{(eq. 1)}\qquad \mathrm{PSS} = \frac1N \sum_i S_i \quad\text{(eq. 2)}\qquad \mathcal C_i = \frac1{|P|}\sum_{p} \max_t P(t\mid p) \quad\text{(eq. 3)}$$
 #
-# over **unordered** pairs (for binary correctness, $S_i$ is the share of variant pairs whose correctness differs). What the paper reports (author-reported, plotted rather than tabulated): Llama3-70B-Instruct is the most robust model overall (§3.3); few-shot examples lower PSS for all four Qwen1.5 models, most from 0 to 1 shot (§3.4, fig. 5); higher top-token confidence goes with lower PSS on CommonsenseQA (§5.2, fig. 7); subjective PSS on Arena Hard Auto is 0.249–0.266 for the five chat models against 0.275 for the reference row (tab. 2). PSS < 0.1 is the paper's rule of thumb for "robust" (§2.2), without justification.
+# over **unordered** pairs (for binary correctness, $S_i$ is the share of variant pairs whose correctness differs). **What the paper reports** (author-reported, plotted rather than tabulated): Llama3-70B-Instruct is the most robust model overall (§3.3); few-shot examples lower PSS for all four Qwen1.5 models, most from 0 to 1 shot (§3.4, fig. 5); higher top-token confidence goes with lower PSS on CommonsenseQA (§5.2, fig. 7); subjective PSS on Arena Hard Auto is 0.249–0.266 for the five chat models against 0.275 for the reference row (tab. 2). PSS < 0.1 is the paper's rule of thumb for "robust" (§2.2), without justification.
 #
-# **How to run.** Top to bottom. The `parameters` cell reads `PSENS_SIZE` (`tiny`, the
-# default, runs offline in seconds; `full` runs the live model sections) and `PSENS_LIVE=1`
-# (live sections at tiny size too). The live sections use the offline SmolLM2-135M-Instruct
-# (`psens.models.load("smollm2-135m-instruct")`; the first load converts its GGUF file once,
-# 20–60 s, later loads take a few seconds) through `psens.models.LocalGenerator`, so nothing
-# reaches a model hub. Charts are widgets: change a control and the chart updates in place.
+# **How to run.** Top to bottom. By default the notebook opens the **real PSS runs** that
+# `make shipped-run` writes from the configs `data/runs/pss-arc.toml` and `pss-csqa.toml`
+# (SmolLM2-135M-Instruct and Gemma-3-270M base on 10 ARC-Challenge and 10 CommonsenseQA
+# validation items × ProSA's 12 published prompts × 0/1/3 shots), and says so when they have
+# not been computed in this checkout (it then shows the synthetic run). `PSENS_RUN=path`
+# opens another PSS run (a `psens run` with `n_vars = 0`); `PSENS_SIZE=tiny` opens a
+# **synthetic** run instead (every table and chart then says so); `PSENS_LIVE=1` (or
+# `PSENS_SIZE=full`) adds a live SmolLM2 section on psens's own variants. Charts are widgets:
+# change a control and the chart updates in place.
 #
 
 # %% tags=["parameters"]
 import os
 
-# Not used by these notebooks (they do not read IPS runs); kept for the common interface.
+# A PSS run to open (a .zarr store or .nc export made with n_vars = 0); "" = the shipped runs.
 PSENS_RUN = os.environ.get("PSENS_RUN", "")
-# "tiny": offline in seconds (published data + synthetic scores); "full": live SmolLM2 runs.
-PSENS_SIZE = os.environ.get("PSENS_SIZE", "tiny")
-# Live SmolLM2 generation also at tiny size (the first model conversion takes 20-60 s).
+# "": the shipped real runs; "tiny": a synthetic run of the same layout; "full": + live section.
+PSENS_SIZE = os.environ.get("PSENS_SIZE", "")
+# Live SmolLM2 generation on psens's own variants (the first model conversion takes 20-60 s).
 PSENS_LIVE = os.environ.get("PSENS_LIVE", "") == "1" or PSENS_SIZE == "full"
 
 
@@ -32,6 +35,7 @@ from pathlib import Path
 import altair as alt
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 import psens
 import psens.widgets as pw
@@ -39,33 +43,43 @@ import psens.widgets as pw
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 160)
 
+ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 # published data shipped with the repository (data/reference, provenance in its README)
-REFERENCE = Path.cwd().parent / "data" / "reference"
+REFERENCE = ROOT / "data" / "reference"
 
-from psens.pss import instance_confidence, instance_pss, pss
-from psens.variants import PROSA_STYLES, PROSA_TEMPLATE_IDS, render_variant
+from psens.pss import (
+    chance_pss,
+    confidence_relation,
+    instance_pss,
+    instance_table,
+    pss,
+    pss_by_shot,
+    published_groups,
+    register_published,
+)
+from psens.variants import PROSA_STYLES, render_variant
 
 # %% [markdown]
-# ## 1 · Twelve prompt variants in four styles (§3.1)
+# ## 1 · ProSA's twelve published prompts (§3.1)
 #
-# ProSA writes 12 variants per dataset in four styles of three: simple inputs, role player, emotional support and output requirement. psens ships its own variants (`P01`–`P12`, `psens.variants`), written so that every mention of the options comes from the item's labels — ProSA's published CommonsenseQA prompts 10–12 say "A, B, C or D" for five-option items. The items are ARC-Challenge validation questions from the offline copy (`psens.datasets.load`).
+# ProSA writes 12 prompts per dataset, starting from four styles (simple inputs, role player, emotional support, output requirement). psens ships the authors' published prompt strings verbatim (`data/reference/prosa/objective_prompts.json`, provenance and licence in its README) and turns them into templates: `templates = "prosa"` in a run config runs the twelve prompts of the run's dataset (`prosa-arc-01` … `prosa-arc-12`, `prosa-csqa-01` …). The repository groups them in four blank-line groups of three; the paper does not say which group is which style, so psens keeps the group numbers only. The published strings keep their quirks: CommonsenseQA prompts 10–12 ask for "A, B, C or D" for five-option items. A prompt file whose prompt lost a placeholder is refused when it is read.
 
 # %%
-N_ITEMS = 3 if PSENS_SIZE != "full" else 20
-SHOTS = (0, 1, 3) if PSENS_SIZE != "full" else (0, 1, 3, 5, 7)
-pool = psens.datasets.load("arc-challenge", split="validation", limit=N_ITEMS + max(SHOTS))
-shot_pool, items = pool[: max(SHOTS)], pool[max(SHOTS) :]  # shots never tested
-style_of = {tid: s for s, ids in PROSA_STYLES.items() for tid in ids}
-item = items[0]
-for tid in ("P01", "P05", "P08", "P10"):
-    print(f"--- {tid} ({style_of[tid]}) ---")
-    print(render_variant(item, tid))
+names = register_published("arc-challenge")
+groups = published_groups("arc-challenge")
+pool = [it for it in psens.datasets.load("arc-challenge", split="validation", limit=8)]
+item = next(it for it in pool if len(it.options) == 4)
+for name in ("prosa-arc-01", "prosa-arc-04", "prosa-arc-07", "prosa-arc-10"):
+    print(f"--- {name} (group {groups[name]}) ---")
+    print(psens.prompts.render(item, name))
 
 # %% [markdown]
-# **Few-shot (§3.4, app. F).** The k-shot prompt uses the *first* k examples of one fixed list, so every k shares its examples with every larger k; the instruction comes once, then the solved examples, then the question.
+# psens's own twelve variants (`P01`–`P12`, `psens.variants.render_variant`, written so that the option list always matches the item, in the four named styles) stay available, e.g. for the live section below:
 
 # %%
-print(render_variant(item, "P02", shots=shot_pool, k=1))
+style_of = {tid: s for s, ids in PROSA_STYLES.items() for tid in ids}
+print(f"--- P05 ({style_of['P05']}) ---")
+print(render_variant(item, "P05"))
 
 # %% [markdown]
 # ## 2 · PSS on a toy example: unordered pairs
@@ -89,22 +103,194 @@ print("dataset PSS:", pss(toy, return_counts=True))
 assert np.allclose(instance_pss(toy), by_pairs)
 
 # %% [markdown]
-# ## 3 · Scores for every (model, item, shot, variant)
+# ## 3 · The runs
 #
-# **Live** (`PSENS_SIZE=full` or `PSENS_LIVE=1`): SmolLM2-135M-Instruct answers every variant with greedy decoding (as ProSA, §3.1) through `psens.models.LocalGenerator`; the binary score is option-letter extraction and exact match (`psens.eas.scoring.score_mcq`, robust to the article "A"). A graded score comes from the next-token distribution where the answer starts: the probability of the gold letter among the option letters. The same distribution gives the decoding confidence of §5.1 (eq. 3).
-#
-# **Tiny** (default): **synthetic** scores with the same layout for three made-up models, built so that a model's sensitivity falls with shots and with its confidence. They illustrate the computation, not ProSA's findings.
+# A PSS run is a `psens run` with `n_vars = 0`: no masked prompts, only each prompt's answer. For every (model, item, shot, prompt) the store holds the answer — the option whose label token is most probable right after the prompt, so even a model that ignores the output format answers every prompt — its correctness, and the decoding confidence (top next-token probability over the full vocabulary at the end of the prompt). Few-shot examples (the first k of one fixed draw, shared by every k) repeat the same prompt with "Answer: <label>".
 
 # %%
-variants = list(PROSA_TEMPLATE_IDS)
-dims = ("model", "sample", "shot", "variant")
-coords = {
-    "sample": [it.id for it in items],
-    "shot": list(SHOTS),
-    "variant": variants,
-    "style": ("variant", [style_of[v] for v in variants]),
-}
+from psens.synthetic import synthetic_pss_run
 
+SHIPPED = {
+    "ARC-Challenge": ROOT / "data" / "runs" / "pss-arc.nc",
+    "CommonsenseQA": ROOT / "data" / "runs" / "pss-csqa.nc",
+}
+if PSENS_RUN:
+    runs = {Path(PSENS_RUN).stem: psens.open_run(PSENS_RUN)}
+elif PSENS_SIZE != "tiny" and all(p.exists() for p in SHIPPED.values()):
+    runs = {name: psens.open_run(path) for name, path in SHIPPED.items()}
+else:
+    if PSENS_SIZE != "tiny":
+        print("data/runs/pss-*.nc not found: showing a synthetic run")
+    runs = {"synthetic": synthetic_pss_run()}
+SYNTHETIC = any(bool(ds.attrs.get("synthetic", False)) for ds in runs.values())
+NOTE = " · synthetic data" if SYNTHETIC else ""
+for name, ds in runs.items():
+    assert psens.pss.is_pss_run(ds), f"{name} is not a PSS run (made with n_vars = 0)"
+    print(
+        f"{name}{NOTE}: models {list(map(str, ds['model'].values))}, {ds.sizes['sample']} items, "
+        f"{ds.sizes['template']} prompts, shots {list(map(int, ds['shot'].values))}, "
+        f"blocks done {int((ds['status'] == 1).sum())} of {ds['status'].size}"
+    )
+    print(psens.runner.summarize(ds))
+
+# %% [markdown]
+# ## 4 · PSS per model, per prompt and per shot
+#
+# Per dataset and model: accuracy, PSS (eq. 2) with a 95 % bootstrap CI over items, and two references. **Chance**: the accuracy of a uniform guess among the options, and the PSS of answers that are right independently under each prompt with that probability, $2a(1-a)$ (`psens.pss.chance_pss`: 0.375 for four options, 0.32 for five). A PSS near it means the answers carry no stable preference. A PSS near 0 is not robustness by itself either: a model that always answers "A" has PSS 0.
+
+# %%
+rows = []
+for name, ds in runs.items():
+    # options per item: ProSA's ARC-Challenge prompts show four, CommonsenseQA five
+    dataset = str(ds.attrs.get("dataset", ""))
+    n_opt = {"arc-challenge": 4, "commonsenseqa": 5}.get(dataset, 4)
+    table = instance_table(ds)
+    by_shot = pss_by_shot(ds).set_index(["model", "shot"])
+    for (model, shot), g in table.groupby(["model", "shot"]):
+        r = by_shot.loc[(model, shot)]
+        rows.append(
+            {
+                "dataset": name,
+                "model": model,
+                "shot": shot,
+                "items": int(r["n"]),
+                "accuracy": g["accuracy"].mean(),
+                "chance accuracy": 1 / n_opt,
+                "PSS": r["pss"],
+                "PSS 95% CI": f"[{r['lo']:.3f}, {r['hi']:.3f}]",
+                "chance PSS": chance_pss(1 / n_opt),
+                "confidence": g["confidence"].mean(),
+            }
+        )
+overview = pd.DataFrame(rows)
+overview.attrs["synthetic"] = SYNTHETIC
+print("PSS per dataset, model and shot" + NOTE)
+overview.round(3)
+
+# %% [markdown]
+# The widget shows the same scores per model, per **prompt** ($D_p$, the mean gap between prompt $p$ and the others; its mean over prompts is exactly $S_i$, so it shows which prompts carry the sensitivity) and per **shot** (fig. 5), for the first dataset.
+
+
+# %%
+def as_scores(ds: xr.Dataset) -> xr.Dataset:
+    """The run's correctness as model × sample × shot × variant (blocks not done are NaN)."""
+    y = ds["correct"].where(ds["status"] == 1).load()
+    y = y.reset_coords(drop=True).rename(template="variant")
+    return xr.Dataset({"correct": y}, attrs={"synthetic": SYNTHETIC})
+
+
+first = next(iter(runs))
+w = pw.PSSByVariant(as_scores(runs[first]), view="shot")
+w
+
+# %%
+w.view = "variant"  # the same widget, another view (the chart updates in place)
+w.tables["variant"].pivot(index="variant", columns="model", values="disagreement").round(3)
+
+# %% [markdown]
+# ## 5 · Few-shot examples (§3.4)
+#
+# **The paper's claim**: few-shot examples lower PSS for all four Qwen1.5 models (7B–110B), the biggest drop from 0 to 1 shot. Here: each shot count against 0 shots on the same items — the paired difference of $S_i$, its 95 % bootstrap CI and the sign-flip p-value (`psens.pss.pss_by_shot`). A change whose CI contains 0 is **within noise** and is not a finding.
+
+# %%
+shot_rows = []
+for name, ds in runs.items():
+    t = pss_by_shot(ds)
+    t.insert(0, "dataset", name)
+    shot_rows.append(t)
+shots_table = pd.concat(shot_rows, ignore_index=True)
+shots_table.attrs["synthetic"] = SYNTHETIC
+print("PSS by shot count, change against 0 shots" + NOTE)
+shots_table.round(3)
+
+# %%
+shots_base = alt.Chart(shots_table).encode(x=alt.X("shot:O", title="shots"), color="model:N")
+alt.layer(
+    shots_base.mark_line(point=True).encode(y=alt.Y("pss:Q", title="PSS")),
+    shots_base.mark_errorbar().encode(y="lo:Q", y2="hi:Q"),
+).properties(width=220, height=200).facet(column=alt.Column("dataset:N", title=None)).properties(
+    title="PSS by shot count, 95% bootstrap CIs over items (ProSA fig. 5)" + NOTE
+)
+
+# %% [markdown]
+# ## 6 · Decoding confidence (§5)
+#
+# **The paper's claim**: on CommonsenseQA, instances with higher decoding confidence have lower PSS (fig. 7, bars, no numbers), and confidence values are not comparable across models. Here: the Spearman correlation between $S_i$ and $\mathcal C_i$ over the items, per model and shot, with a 95 % bootstrap CI over items (`psens.pss.confidence_relation`). ProSA's claim predicts a negative correlation; a CI that contains 0 means this run cannot tell. The paper does not say whether the maximum in eq. 3 is over the full vocabulary or the option tokens; the runs store the full-vocabulary one, which at the end of a prompt without an answer slot (prompts 4, 5, 7–9) is often the probability of a line break, not of an answer.
+
+# %%
+rel_rows = []
+for name, ds in runs.items():
+    t = confidence_relation(ds)
+    t.insert(0, "dataset", name)
+    rel_rows.append(t)
+relation = pd.concat(rel_rows, ignore_index=True)
+relation.attrs["synthetic"] = SYNTHETIC
+print("Spearman correlation of S_i with decoding confidence, 95% bootstrap CI" + NOTE)
+relation.round(3)
+
+# %%
+points = pd.concat(
+    [instance_table(ds).assign(dataset=name) for name, ds in runs.items()], ignore_index=True
+)
+alt.Chart(points[points["shot"] == 0]).mark_circle(opacity=0.6, size=60).encode(
+    x=alt.X("confidence:Q", title="decoding confidence C_i (full vocabulary, 0 shots)"),
+    y=alt.Y("S_i:Q", title="instance sensitivity S_i"),
+    color="model:N",
+    column=alt.Column("dataset:N", title=None),
+).properties(
+    title="Confidence vs sensitivity per item (ProSA fig. 7)" + NOTE, width=240, height=200
+)
+
+# %% [markdown]
+# ## 7 · What the runs show, against what the paper claims
+#
+# Computed from the tables above (nothing here is typed in by hand). **Caveats**: two tiny models (135M instruct, 270M base) far below the paper's 7B–110B models; 10 items per dataset, so the CIs are wide; accuracies near chance, where PSS is mostly the disagreement of near-random answers (compare with the chance PSS); one base and one instruct model, not a matched pair, so the two are not compared as a factor. A difference inside its CI is reported as within noise, never as a finding.
+
+
+# %%
+def verdict(lo: float, hi: float, sign_word: tuple[str, str]) -> str:
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return "undefined (too few items with variation)"
+    if lo > 0:
+        return f"{sign_word[0]}, CI above 0"
+    if hi < 0:
+        return f"{sign_word[1]}, CI below 0"
+    return "within noise (the CI contains 0): not a finding"
+
+
+lines = []
+for (name, model), g in shots_table.groupby(["dataset", "model"], sort=False):
+    g = g.set_index("shot")
+    for shot in [s for s in g.index if s != g.index[0]]:
+        r = g.loc[shot]
+        lines.append(
+            f"{name} · {model}: PSS {g.iloc[0]['pss']:.3f} at 0 shots, {r['pss']:.3f} at {shot} "
+            f"shots; change {r['diff']:+.3f} [{r['diff_lo']:+.3f}, {r['diff_hi']:+.3f}]: "
+            + verdict(r["diff_lo"], r["diff_hi"], ("PSS rose", "PSS fell, as ProSA reports"))
+        )
+for _, r in relation.iterrows():
+    lines.append(
+        f"{r['dataset']} · {r['model']} · {r['shot']} shots: Spearman(S_i, C_i) {r['r']:+.2f} "
+        f"[{r['lo']:+.2f}, {r['hi']:+.2f}]: "
+        + verdict(
+            r["lo"], r["hi"], ("positive, against ProSA's claim", "negative, as ProSA reports")
+        )
+    )
+print(
+    ("SYNTHETIC DATA: these lines illustrate the computation, not a result\n" if SYNTHETIC else "")
+    + "\n".join(lines)
+)
+
+# %% [markdown]
+# ## Live: psens's own variants on SmolLM2 (`PSENS_LIVE=1`)
+#
+# SmolLM2-135M-Instruct answers psens's own variants `P01`–`P12` on three ARC-Challenge items with greedy decoding through `psens.models.LocalGenerator`; the binary score is option-letter extraction and exact match (`psens.eas.scoring.score_mcq`). Skipped unless `PSENS_LIVE=1` or `PSENS_SIZE=full`.
+
+# %%
+variants = list(psens.variants.PROSA_TEMPLATE_IDS)
+SHOTS = (0, 1, 3)
+items = pool[max(SHOTS) : max(SHOTS) + 3]
+shot_pool = pool[: max(SHOTS)]
 if PSENS_LIVE:
     from psens.eas.scoring import score_mcq
 
@@ -128,81 +314,41 @@ if PSENS_LIVE:
                 graded[0, i, s, j] = p[r, ids].sum() / p[r, option_ids].sum()
     models = [scorer.name]
     next_probs = probs[0]  # zero-shot distributions for the confidence section
-else:
-    rng = np.random.default_rng(0)
-    models = ["synthetic-small", "synthetic-medium", "synthetic-large"]
-    n, m = len(items) * 8, len(variants)  # more synthetic items than live ones
-    coords["sample"] = [f"item{i}" for i in range(n)]
-    base = rng.uniform(0.3, 0.9, size=(len(models), n, 1, 1))
-    noise = (
-        np.array([0.35, 0.25, 0.12])[:, None, None, None]
-        / (1 + np.array(SHOTS))[None, None, :, None] ** 0.5
+    import xarray as xr
+
+    dims = ("model", "sample", "shot", "variant")
+    live_scores = xr.Dataset(
+        {"correct": (dims, correct), "score": (dims, graded)},
+        coords={
+            "model": models,
+            "sample": [it.id for it in items],
+            "shot": list(SHOTS),
+            "variant": variants,
+        },
     )
-    graded = np.clip(base + noise * rng.normal(size=(len(models), n, len(SHOTS), m)), 0, 1)
-    correct = (graded > 0.5).astype(float)
-    # next-token distributions over a 40-token toy vocabulary, sharper when stable
-    sharp = 1 + 6 * (1 - instance_pss(correct[:, :, 0]))[..., None, None]
-    logits = rng.normal(size=(len(models), n, m, 40)) * sharp
-    next_probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
-    option_ids = np.arange(4)
-
-import xarray as xr
-
-coords["model"] = models
-scores = xr.Dataset({"correct": (dims, correct), "score": (dims, graded)}, coords=coords)
-scores.attrs["synthetic"] = not PSENS_LIVE  # charts of synthetic scores say so in the title
-scores
+    print(pss(live_scores["correct"], dim="variant", instance_dim="sample").to_pandas().round(3))
+else:
+    print("live section skipped (set PSENS_LIVE=1)")
 
 # %% [markdown]
-# ## 4 · PSS per model, per variant, per style and per shot
+# ## MATH and HumanEval answer checking (§3.1)
 #
-# `psens.pss.pss` averages $S_i$ over instances and keeps the other dims (model, shot). The widget shows it per model (ProSA fig. 3/4), per **variant** — $D_p$, the mean gap between variant $p$ and the others, whose mean over the variants is exactly $S_i$, so it shows which prompts carry the sensitivity — per **style** (PSS within the three variants of each style) and per **shot** (fig. 5). The toggle switches between binary correctness and the graded score.
+# ProSA's other two objective benchmarks have loaders too (`psens.datasets.load("math", path=...)`, `("humaneval", path=...)`: the data is not installable offline, pass a local copy). A MATH answer is the content of the last `\boxed{...}` (nested braces kept), compared by exact match; a HumanEval completion passes when the benchmark's tests pass on it, run in a **separate, sandboxed Python process** (time limit, temporary folder, no network, file writes refused) — never in this notebook's process. A toy item (made up here, not from HumanEval):
 
 # %%
-table = pss(scores["correct"], dim="variant", instance_dim="sample").to_pandas()
-table.round(3)
+from psens.pss.answers import boxed_answer, math_correct, run_humaneval
 
-# %%
-w = pw.PSSByVariant(scores, view="shot")
-w
-
-# %%
-w.view = "variant"  # the same widget, another view (the chart updates in place)
-w.tables["variant"].groupby("style")["disagreement"].mean().round(3)
+print(
+    boxed_answer(r"so the ratio is $\boxed{\frac{3}{4}}$."),
+    math_correct(r"\boxed{0.75}", r"\frac{3}{4}"),
+)
+toy_prompt = 'def double(x: int) -> int:\n    """Twice x."""\n'
+toy_test = "def check(candidate):\n    assert candidate(2) == 4\n"
+for completion in ("    return 2 * x\n", "    return x\n", "    while True:\n        pass\n"):
+    print(repr(completion), run_humaneval(completion, toy_prompt, toy_test, "double", timeout=2))
 
 # %% [markdown]
-# ProSA's few-shot claim, checked on these scores: PSS should fall as shots are added, most from 0 to 1 shot (§3.4). On the synthetic scores it does by construction; on a 135M model with three items, expect noise.
-
-# %%
-by_shot = w.tables["shot"].pivot(index="model", columns="shot", values="pss")
-by_shot.round(3)
-
-# %% [markdown]
-# ## 5 · Decoding confidence (§5.1, eq. 3)
-#
-# $\mathcal C = \frac1{|P|}\sum_p P(t_{next}\mid p)$, the mean over prompts of the probability of the most likely next token. The paper does not say whether the maximum is over the full vocabulary or over the option tokens (§5.1); `psens.pss.instance_confidence` offers both. ProSA reports that instances with higher confidence have lower PSS (fig. 7) and that confidence values are not comparable across models.
-
-# %%
-probs_m = next_probs if next_probs.ndim == 4 else next_probs[None]
-rows = []
-for mi, model in enumerate(scores["model"].values):
-    full = instance_confidence(probs_m[mi], over="full")
-    opts = instance_confidence(probs_m[mi], over="options", option_ids=option_ids, renormalize=True)
-    s_i = instance_pss(scores["correct"].sel(model=model, shot=SHOTS[0]).values)
-    rows += [
-        dict(model=str(model), confidence_full=f, confidence_options=o, S_i=s)
-        for f, o, s in zip(full, opts, s_i, strict=True)
-    ]
-conf = pd.DataFrame(rows)
-print(conf.groupby("model")[["confidence_full", "confidence_options", "S_i"]].mean().round(3))
-alt.Chart(conf).mark_circle(opacity=0.6).encode(
-    x=alt.X("confidence_full:Q", title="decoding confidence (full vocabulary)"),
-    y=alt.Y("S_i:Q", title="instance sensitivity S_i"),
-    color="model:N",
-).properties(title="Confidence vs sensitivity (ProSA fig. 7)", width=360, height=240)
-
-# %% [markdown]
-# ## 6 · Subjective PSS (§4): three prompt versions and a judge
+# ## 8 · Subjective PSS (§4): three prompt versions and a judge
 #
 # For open-ended chat prompts ProSA rewrites each prompt twice with an LLM, has a judge score every response, and computes PSS over the three versions with graded scores (Arena Hard Auto's five verdicts map to 0, 0.25, 0.5, 0.75, 1). The published prompt versions are in `data/reference/prosa/` (provenance in its README); `psens.pss.load_prosa_versions` reads them. Scoring needs a judge — `psens.backends.HTTPJudge` on an OpenAI-compatible server, or `psens.backends.CallableJudge(psens.models.LocalGenerator(...), mode='graded')` locally — so this notebook only shows the versions and the label mapping.
 

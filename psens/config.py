@@ -18,13 +18,17 @@ Keys
 ``samples``         how many items (a seeded random choice, kept in dataset order) or a list
                     of item ids (default 20)
 ``templates``       a set name (``"ips5"``: the paper's five, ``"fewshot"``: templates 1
-                    and 4, ``"open"``) or a list of template names (default ``"ips5"``); or a
-                    format space: ``{grammar = "default", k = 16, seed = 0}`` samples k
-                    formats, a list of tables (``[{case = "upper"}, {enum = "(A)"}]``) gives
-                    explicit points (:mod:`psens.formats`; each format's coordinates are
-                    stored along ``template``)
+                    and 4, ``"open"``; ``"prosa"``: ProSA's twelve published prompts of the
+                    dataset, :mod:`psens.pss.published`) or a list of template names (default
+                    ``"ips5"``); or a format space: ``{grammar = "default", k = 16, seed =
+                    0}`` samples k formats, a list of tables (``[{case = "upper"}, {enum =
+                    "(A)"}]``) gives explicit points (:mod:`psens.formats`; each format's
+                    coordinates are stored along ``template``)
 ``shots``           few-shot settings, e.g. ``[0, 1, 2, 3]`` (adds a ``shot`` dim; default none)
-``n_vars``          cap on input variables per item (default 10)
+``n_vars``          cap on input variables per item (default 10); ``0``: no masked prompts
+                    and no interactions, only the greedy answer, its correctness and the
+                    decoding confidence per template (the ProSA/PSS design,
+                    :mod:`psens.pss.runs`)
 ``tau``             salience threshold (default 0.1)
 ``solver``          ``"canonical"`` (default: the least-norm optimum), ``"exact"`` or ``"sgd"``;
                     or a list of them (``["canonical", "sgd"]``): every solver's interactions
@@ -141,6 +145,16 @@ class RunConfig:
     @property
     def template_names(self) -> list[str]:
         """The templates to run, with a set name expanded."""
+        if self.templates == "prosa":
+            from psens.pss.published import PUBLISHED_KEYS, register_published
+
+            if self.dataset not in PUBLISHED_KEYS:
+                fail(
+                    WHERE,
+                    f'templates = "prosa" but ProSA published no prompts for {self.dataset!r}',
+                    f"Use one of the datasets {sorted(PUBLISHED_KEYS)} or list templates",
+                )
+            return register_published(self.dataset)
         if isinstance(self.templates, str):
             return list(TEMPLATE_SETS.get(self.templates, (self.templates,)))
         formats = self.formats
@@ -197,7 +211,7 @@ class RunConfig:
             if not self.shots or any(not isinstance(k, int) or k < 0 for k in self.shots):
                 fail(WHERE, f"'shots' = {self.shots!r}", "Use a list of shot counts like [0, 1, 3]")
         max_vars = prompts.MAX_VARIABLES
-        check_positive_int(self.n_vars, WHERE, "n_vars")
+        check_positive_int(self.n_vars, WHERE, "n_vars", minimum=0)  # 0: predictions only
         if self.n_vars > max_vars:
             fail(
                 WHERE,
@@ -256,6 +270,11 @@ class RunConfig:
             )
 
     @property
+    def predictions_only(self) -> bool:
+        """``n_vars = 0``: only the unmasked prompts are answered (the PSS design)."""
+        return type(self.n_vars) is int and self.n_vars == 0
+
+    @property
     def solvers(self) -> list[str]:
         """The AND-OR solvers of the run (one for ``solver = "name"``)."""
         return [self.solver] if isinstance(self.solver, str) else list(self.solver)
@@ -286,6 +305,18 @@ class RunConfig:
                 WHERE,
                 f"noise_floor = {value!r} is not a half-precision dtype",
                 f"Use noise_floor = false, true (bfloat16) or one of {sorted(set(FLOOR_DTYPES))}",
+            )
+        if self.predictions_only and not isinstance(self.solver, str):
+            fail(
+                WHERE,
+                "n_vars = 0 (predictions only) computes no interactions, but 'solver' is a list",
+                "Drop the solver list (leave solver at its default)",
+            )
+        if self.floor_dtype is not None and self.predictions_only:
+            fail(
+                WHERE,
+                "noise_floor is set but n_vars = 0 (no masked prompts to score twice)",
+                "Drop noise_floor, or set n_vars > 0 for an IPS run",
             )
         run_dtype = DTYPE_NAMES.get(self.dtype or "float32")
         if self.floor_dtype is not None and self.floor_dtype == run_dtype:

@@ -24,6 +24,13 @@ Conventions
   ``eval``) is open-ended too, with the GPT-4 baseline output as ``answer``.
 - SQuAD and Dolly are open-ended: ``options == ()``, ``answer`` is the reference text
   (SQuAD: its first answer; all answers in ``answers`` and ``metadata["answers"]``).
+- MATH (Hendrycks et al. 2021; hub ``EleutherAI/hendrycks_math``, one config per subject,
+  ``math:<subject>`` for one) and HumanEval (Chen et al. 2021; ``openai/openai_humaneval``),
+  ProSA's other two objective benchmarks, have no offline copy: pass ``path=`` a file with
+  the hub's columns. MATH: ``task_type = "math"``, ``answer`` the last ``\\boxed{...}`` of
+  the solution (the solution in ``metadata``); HumanEval: ``task_type = "code"``, the
+  function header as ``question``, ``metadata["test"]`` and ``["entry_point"]``. Their
+  answers are checked by :mod:`psens.pss.answers`.
 
 The same :class:`Item` carries the items of the output-level methods (EAS, ProSA):
 ``passage`` (the reading text of a yes/no item), ``answers`` (all gold spans) and
@@ -214,6 +221,39 @@ def _alpaca(row: Mapping, key: str) -> Item:
     )
 
 
+def _math(row: Mapping, key: str) -> Item:
+    from psens.pss.answers import boxed_answer
+
+    solution = row["solution"]
+    answer = row.get("answer") or boxed_answer(solution)
+    if not answer:
+        raise ValueError("the solution has no \\boxed{...} answer")
+    return Item(
+        id=str(row.get("unique_id") or key),
+        question=row["problem"],
+        answer=str(answer),
+        metadata={
+            "level": row.get("level", ""),
+            "type": row.get("type", row.get("subject", "")),
+            "solution": solution,
+        },
+        task_type="math",
+    )
+
+
+def _humaneval(row: Mapping, key: str) -> Item:
+    for column in ("test", "entry_point"):
+        if not str(row[column]).strip():
+            raise ValueError(f"the {column!r} column is empty")
+    return Item(
+        id=str(row.get("task_id") or key),
+        question=row["prompt"],
+        answer=row.get("canonical_solution", ""),
+        metadata={"test": row["test"], "entry_point": row["entry_point"]},
+        task_type="code",
+    )
+
+
 def _answer_texts(answers: Any) -> tuple[str, ...]:
     """All gold answers as texts (a list, or the hub's ``{"text": [...]}``)."""
     if isinstance(answers, Mapping):
@@ -357,7 +397,20 @@ DATASETS: dict[str, _Spec] = {
     "alpaca-eval": _Spec(
         "tatsu-lab/alpaca_eval", "alpaca_eval", _alpaca, "eval", _alpaca_offline, ("eval",)
     ),
+    "math": _Spec("EleutherAI/hendrycks_math", None, _math, "test", _none, ("train", "test")),
+    "humaneval": _Spec("openai/openai_humaneval", None, _humaneval, "test", _none, ("test",)),
 }
+
+#: the subject configs of the MATH hub copy (all are loaded when no subject is given)
+MATH_SUBJECTS = (
+    "algebra",
+    "counting_and_probability",
+    "geometry",
+    "intermediate_algebra",
+    "number_theory",
+    "prealgebra",
+    "precalculus",
+)
 
 _ALIASES = {
     "arc_challenge": "arc-challenge",
@@ -370,6 +423,9 @@ _ALIASES = {
     "databricks-dolly-15k": "dolly",
     "alpaca_eval": "alpaca-eval",
     "alpacaeval": "alpaca-eval",
+    "hendrycks_math": "math",
+    "openai_humaneval": "humaneval",
+    "human-eval": "humaneval",
 }
 
 
@@ -525,8 +581,9 @@ def _canonical(name: str) -> tuple[str, str | None]:
     key = name.strip().lower()
     subset = None
     for sep in (":", "/"):
-        if key.startswith("mmlu" + sep):
-            key, subset = "mmlu", name.split(sep, 1)[1].strip()
+        for base in ("mmlu", "math"):
+            if key.startswith(base + sep):
+                key, subset = base, name.split(sep, 1)[1].strip()
     key = _ALIASES.get(key, key)
     if key not in DATASETS:
         fail(
@@ -586,10 +643,11 @@ def load(
     ----------
     name : str
         One of ``arc-challenge``, ``arc-easy``, ``mmlu`` (``mmlu:<subject>`` or
-        ``subset=``), ``commonsenseqa``, ``boolq``, ``squad``, ``dolly``, ``alpaca-eval``.
+        ``subset=``), ``commonsenseqa``, ``boolq``, ``squad``, ``dolly``, ``alpaca-eval``,
+        ``math`` (``math:<subject>``), ``humaneval``.
     split : str, optional
         Defaults: ARC and MMLU ``test``, CommonsenseQA/BoolQ/SQuAD ``validation``,
-        Dolly ``train`` (its only split), AlpacaEval ``eval``.
+        Dolly ``train`` (its only split), AlpacaEval ``eval``, MATH and HumanEval ``test``.
     path : path, optional
         A local copy (save_to_disk folder, jsonl/json(.gz), parquet). Wins over
         everything else.
@@ -662,6 +720,13 @@ def load(
         config = spec.config
         if key == "mmlu":
             config = subset or "all"
+        if key == "math":  # one hub config per subject
+            parts = [
+                row
+                for subject in ([subset] if subset else MATH_SUBJECTS)
+                for row in hfds.load_dataset(spec.hub, subject, split=split)
+            ]
+            return _convert_all(parts, spec, label, split, limit)
         ds = hfds.load_dataset(spec.hub, config, split=split)
         return _convert_all(ds, spec, label, split, limit)
 

@@ -138,6 +138,17 @@ class Template:
     kind : {"mcq", "open"}
     changes : tuple of str
         Elementary changes relative to ``ips1`` (keys of :data:`CHANGE_KINDS`).
+    layout : str
+        A whole prompt as one format string (a published prompt copied verbatim, e.g.
+        ProSA's ``"Question:\\n{question} A. {textA} B. {textB} ..."``). When set it replaces
+        the parts above: the prompt is ``layout`` with its placeholders filled, and its end
+        is the answer slot. Few-shot examples are the same layout, each followed by
+        ``"Answer: <label>"`` (``" <label>"`` when the layout already ends with ``:``).
+    layout_fields : tuple of (str, str)
+        ``(role, placeholder)`` pairs of ``layout``: role ``"question"`` or
+        ``"option:<label>"``. Every placeholder must be listed and every listed
+        placeholder must occur (a prompt that lost ``{textC}`` is refused); an item must
+        have exactly the listed options.
     """
 
     name: str
@@ -155,9 +166,13 @@ class Template:
     kind: str = "mcq"
     changes: tuple[str, ...] = ()
     description: str = ""
+    layout: str = ""
+    layout_fields: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         where = f"Template {self.name!r}"
+        if self.layout or self.layout_fields:
+            _check_layout(self, where)
         own_line = self.sep.endswith("\n") and not self.answer_prefix
         if not self.answer.strip() and not (own_line and not self.answer):
             fail(where, "has no answer slot (answer is empty)", 'Set answer= e.g. "Answer:"')
@@ -180,6 +195,11 @@ class Template:
             fail(where, f"unknown changes {sorted(unknown)}", f"Use keys of {list(CHANGE_KINDS)}")
 
     @property
+    def option_labels(self) -> tuple[str, ...]:
+        """The option labels a layout template shows (empty for other templates)."""
+        return tuple(r.split(":", 1)[1] for r, _ in self.layout_fields if r.startswith("option:"))
+
+    @property
     def perturbation(self) -> str:
         """``"none"``, ``"altering"``, ``"adding"`` or ``"altering+adding"`` vs ``ips1``."""
         return _kinds(self.changes)
@@ -190,13 +210,69 @@ class Template:
         spec = dict(spec)
         if "changes" in spec:
             spec["changes"] = tuple(spec["changes"])
+        if "layout_fields" in spec:
+            spec["layout_fields"] = tuple(tuple(f) for f in spec["layout_fields"])
         return cls(**spec)
 
     def to_dict(self) -> dict:
         """The spec as a plain dict (round-trips through :meth:`from_dict`)."""
         d = dataclasses.asdict(self)
         d["changes"] = list(self.changes)
+        d["layout_fields"] = [list(f) for f in self.layout_fields]
         return d
+
+
+def _layout_placeholders(layout: str, where: str) -> list[str]:
+    """The placeholder names of a format string, in order (``{{`` is a literal brace)."""
+    import string
+
+    try:
+        parsed = list(string.Formatter().parse(layout))
+    except ValueError as exc:
+        fail(where, f"layout is not a format string ({exc})", "Balance its braces ({{ for '{')")
+    names = [name for _, name, _, _ in parsed if name is not None]
+    if any(not n or not n.isidentifier() for n in names):
+        fail(where, "layout has an empty or non-name placeholder", "Name every {placeholder}")
+    return names
+
+
+def _check_layout(t: Template, where: str) -> None:
+    """A layout template names the question and each option once, by listed placeholders."""
+    if t.description:
+        where = f"{where} ({t.description})"
+    if not t.layout:
+        fail(where, "has layout_fields but no layout", "Give the prompt as layout=")
+    roles = [r for r, _ in t.layout_fields]
+    if "question" not in roles:
+        fail(where, "layout_fields has no 'question' role", 'Add ("question", "<placeholder>")')
+    bad = [r for r in roles if r != "question" and not r.startswith("option:")]
+    if bad or len(set(roles)) != len(roles):
+        fail(where, f"layout_fields roles {roles}", 'Use "question" and "option:<label>" once each')
+    found = _layout_placeholders(t.layout, where)
+    listed = {ph: role for role, ph in t.layout_fields}
+    for ph, role in listed.items():
+        if ph not in found:
+            fail(
+                where,
+                f"the prompt has no {{{ph}}} placeholder (the {role.replace(':', ' ')})",
+                f"Restore {{{ph}}} in the prompt: every variant shows the question and all options",
+            )
+    unknown = sorted(set(found) - set(listed))
+    if unknown:
+        fail(
+            where,
+            f"the prompt has placeholders {unknown} that name no field",
+            f"Use only {sorted(listed)} (or write a literal brace as {{{{ }}}})",
+        )
+    twice = sorted({ph for ph in found if found.count(ph) > 1})
+    if twice:
+        fail(where, f"the prompt repeats the placeholders {twice}", "Show each field once")
+    if t.kind != ("mcq" if t.option_labels else "open"):
+        fail(
+            where,
+            f"kind={t.kind!r} but the layout has {len(t.option_labels)} options",
+            "Use kind 'mcq' for a layout with options, 'open' without",
+        )
 
 
 def _kinds(changes: Iterable[str]) -> str:
@@ -334,7 +410,29 @@ class Rendered:
     template: str
 
 
+def _layout_block(item: Item, t: Template, start: int) -> tuple[str, dict[str, int]]:
+    """``t.layout`` filled from ``item``, with the offsets of its fields."""
+    import string
+
+    role_of = {ph: role for role, ph in t.layout_fields}
+    values = {"question": item.question, **{f"option:{lab}": txt for lab, txt in item.options}}
+    parts: list[str] = []
+    fields: dict[str, int] = {}
+    pos = start
+    for literal, name, _, _ in string.Formatter().parse(t.layout):
+        parts.append(literal)
+        pos += len(literal)
+        if name is not None:
+            role = role_of[name]
+            fields[role] = pos
+            parts.append(values[role])
+            pos += len(values[role])
+    return "".join(parts), fields
+
+
 def _block(item: Item, t: Template, start: int) -> tuple[str, dict[str, int]]:
+    if t.layout:
+        return _layout_block(item, t, start)
     parts: list[str] = []
     fields: dict[str, int] = {}
     pos = start
@@ -409,6 +507,15 @@ def _check_item(item: Item, t: Template, where: str) -> None:
             f"template {t.name!r} is for multiple-choice items but item {item.id!r} has no options",
             "Use the 'open' template for open-ended items",
         )
+    labels = tuple(lab for lab, _ in item.options or ())
+    if t.layout and labels != t.option_labels:
+        fail(
+            where,
+            f"template {t.name!r} shows the options {', '.join(t.option_labels) or 'none'} but "
+            f"item {item.id!r} has {', '.join(labels) or 'none'}",
+            f"Use items with exactly these options (a run selects them: {len(t.option_labels)} "
+            "options)",
+        )
 
 
 def render_spans(
@@ -427,17 +534,16 @@ def render_spans(
     t = get_template(template)
     _check_item(item, t, where)
     prefix = ""
-    if shots:
-        seen = {item.id, item.question}
+    if shots and t.layout:
         for s in shots:
             _check_item(s, t, where)
-            if s.id in seen or s.question == item.question:
-                fail(
-                    where,
-                    f"shot {s.id!r} is the evaluated item (or repeats another shot)",
-                    "Draw shots from a split disjoint from the evaluated items (select_shots)",
-                )
-            seen.add(s.id)
+        _check_shots(item, shots, where)
+        slot = " " if t.layout.rstrip().endswith(":") else "\nAnswer: "
+        prefix = "".join(_block(s, t, 0)[0] + slot + s.answer + "\n\n" for s in shots)
+    elif shots:
+        for s in shots:
+            _check_item(s, t, where)
+        _check_shots(item, shots, where)
         if instruction is None:
             k = len(item.options)
             instruction = FEW_SHOT_INSTRUCTION.format(n_options=_NUMBER_WORDS.get(k, str(k)))
@@ -449,6 +555,19 @@ def render_spans(
     text, fields = _block(item, t, len(prefix))
     target = t.answer_prefix + _answer_text(item, t) if t.kind == "mcq" else ""
     return Rendered(prefix + text, fields, target, t.name)
+
+
+def _check_shots(item: Item, shots: Sequence[Item], where: str) -> None:
+    """No shot is the evaluated item or repeats another shot."""
+    seen = {item.id, item.question}
+    for s in shots:
+        if s.id in seen or s.question == item.question:
+            fail(
+                where,
+                f"shot {s.id!r} is the evaluated item (or repeats another shot)",
+                "Draw shots from a split disjoint from the evaluated items (select_shots)",
+            )
+        seen.add(s.id)
 
 
 def _answer_text(item: Item, t: Template) -> str:

@@ -79,7 +79,7 @@ def select_items(cfg: RunConfig) -> list:
     or the listed ids."""
     from psens import datasets
 
-    items = datasets.load(cfg.dataset, cfg.split, path=cfg.dataset_path)
+    items = _fitting(cfg, datasets.load(cfg.dataset, cfg.split, path=cfg.dataset_path))
     if isinstance(cfg.samples, int):
         if cfg.samples > len(items):
             fail(
@@ -103,6 +103,26 @@ def select_items(cfg: RunConfig) -> list:
     return chosen
 
 
+def _fitting(cfg: RunConfig, items: list) -> list:
+    """The items a run's templates can show: all of them, except that a layout template
+    written for fixed options (ProSA's ARC-Challenge prompts show A-D) keeps only the items
+    with exactly those options (as ProSA's four-option ARC-Challenge)."""
+    from psens import prompts
+
+    labels = {prompts.get_template(t).option_labels for t in cfg.template_names}
+    labels.discard(())
+    if not labels:
+        return items
+    if len(labels) > 1:
+        fail(
+            "psens config",
+            f"the templates show different option sets {sorted(labels)}",
+            "Use templates written for one option set in a run",
+        )
+    (want,) = labels
+    return [it for it in items if tuple(lab for lab, _ in it.options) == want]
+
+
 def _shot_items(cfg: RunConfig, items) -> dict[int, tuple]:
     """Few-shot examples per shot count: the first k of one seeded draw from a pool
     disjoint from the evaluated items, so settings share their first examples."""
@@ -113,7 +133,7 @@ def _shot_items(cfg: RunConfig, items) -> dict[int, tuple]:
     k_max = max(cfg.shots)
     if k_max == 0:
         return {0: ()}
-    pool = datasets.load(cfg.dataset, cfg.split, path=cfg.dataset_path)
+    pool = _fitting(cfg, datasets.load(cfg.dataset, cfg.split, path=cfg.dataset_path))
     drawn = prompts.select_shots(pool, k_max, exclude=items, seed=cfg.seed)
     return {k: tuple(drawn[:k]) for k in cfg.shots}
 
@@ -153,10 +173,11 @@ class Plan:
         self.templates = cfg.template_names
         _check_templates_fit(self.items, self.templates, cfg.dataset)
         self.variables = [
-            prompts.variables(it, n_max=cfg.n_vars, seed=cfg.seed) for it in self.items
+            [] if cfg.predictions_only else prompts.variables(it, n_max=cfg.n_vars, seed=cfg.seed)
+            for it in self.items
         ]
         for it, vs in zip(self.items, self.variables, strict=True):
-            if not vs:
+            if not vs and not cfg.predictions_only:
                 fail(
                     "psens run",
                     f"item {it.id!r} has no input variables",
@@ -347,6 +368,8 @@ def compute_block(scorer, plan: Plan, sample: int, *, floor_scorer=None) -> dict
     generated = np.full((n_h, n_t), "", dtype=object)
     v_floor = None if floor_scorer is None else np.empty_like(v)
     hidden = None
+    if cfg.predictions_only:
+        return _predict_block(scorer, plan, sample)
     for h, k in enumerate(plan.shot_keys):
         shots = plan.shots[k]
         for t, name in enumerate(plan.templates):
@@ -418,12 +441,73 @@ def compute_block(scorer, plan: Plan, sample: int, *, floor_scorer=None) -> dict
                 for m in cfg.solvers
             ]
         )
-    if not plan.cfg.shots:  # no shot dim in the store
-        block = {
-            k: (x[0] if np.ndim(x) >= 1 and k not in ("matching_error", "error") else x)
-            for k, x in block.items()
-        }
-    return block
+    return _squeeze_shots(plan, block)
+
+
+def _squeeze_shots(plan: Plan, block: dict[str, Any]) -> dict[str, Any]:
+    """A block without its leading shot axis when the run has no shot dim."""
+    if plan.cfg.shots:
+        return block
+    return {
+        k: (x[0] if np.ndim(x) >= 1 and k not in ("matching_error", "error") else x)
+        for k, x in block.items()
+    }
+
+
+def _predict_block(scorer, plan: Plan, sample: int) -> dict[str, np.ndarray]:
+    """A block of a predictions-only run (``n_vars = 0``, the PSS design): per shot setting
+    and template the model's answer, its correctness, ``p_target`` and the decoding
+    confidence; no masked prompts, so the game variables stay NaN.
+
+    The answer is the option whose label token is most probable right after the prompt
+    (:meth:`psens.models.Scorer.predict`, as in IPS runs), so every prompt gets an answer
+    even from a model that does not follow the output format; ``generate = true`` also
+    stores the greedy text (ProSA reads the answer from it, §3.1). ``confidence`` is the
+    top next-token
+    probability over the full vocabulary at the end of the prompt (ProSA eq. 3 before the
+    mean over prompts).
+    """
+    cfg = plan.cfg
+    item = plan.items[sample]
+    n_h, n_t = len(plan.shot_keys), len(plan.templates)
+    cells = {k: np.full((n_h, n_t), np.nan) for k in ("p_target", "confidence", "correct")}
+    prediction = np.full((n_h, n_t), "", dtype=object)
+    generated = np.full((n_h, n_t), "", dtype=object)
+    hidden = None
+    for h, k in enumerate(plan.shot_keys):
+        for t, name in enumerate(plan.templates):
+            pred = scorer.predict(
+                item,
+                name,
+                shots=plan.shots[k],
+                generate=cfg.generate,
+                max_new_tokens=cfg.max_new_tokens,
+                reuse_prefix=True,  # the few-shot prefix is the same for every item
+            )
+            cells["p_target"][h, t], cells["confidence"][h, t] = pred.p_target, pred.confidence
+            if pred.correct is not None:
+                cells["correct"][h, t] = float(pred.correct)
+            prediction[h, t] = pred.choice if pred.choice is not None else pred.text
+            generated[h, t] = pred.text
+            if hidden is None:
+                hidden = np.zeros((n_h, n_t, pred.hidden.shape[-1]))
+            hidden[h, t] = pred.hidden
+    cos, l2 = _hidden_pairs(hidden, n_t)
+    empty = np.full((n_h, n_t, 1), np.nan)  # one subset (n_max = 0), never scored
+    block = {
+        "v": empty,
+        "I_and": empty,
+        "I_or": empty,
+        "gamma": empty,
+        **cells,
+        "prediction": prediction,
+        "generated": generated,
+        "hidden_cosine": cos,
+        "hidden_l2": l2,
+        "matching_error": np.float64(0.0),
+        "error": np.asarray("", dtype=object),
+    }
+    return _squeeze_shots(plan, block)
 
 
 def _failed_block(exc: BaseException) -> dict[str, Any]:
@@ -774,8 +858,8 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
     say(
         f"psens run: {len(cfg.models)} model(s) x {len(plan.items)} samples x "
         f"{len(plan.templates)} templates x {len(plan.shot_keys)} shot setting(s); "
-        f"{est['forward_passes']:,} masked prompts (roughly {_fmt_time(est['seconds'])} at the "
-        f"speed of a reference 2-core CPU; timed on this machine after the first block), "
+        f"{est['forward_passes']:,} {_prompts_word(cfg)} (roughly {_fmt_time(est['seconds'])} "
+        f"at the speed of a reference 2-core CPU; timed on this machine after the first block), "
         f"store ~{_fmt_bytes(est['store_bytes'])}"
     )
     _check_disk(Path(cfg.store), est["store_bytes"])
@@ -878,7 +962,7 @@ def _run_serial(
                 rate = est["rate"]
                 line = (
                     f"first block took {f'{took:.1f} s' if took < 10 else _fmt_time(took)} "
-                    f"({block_prompts(plan, s):,} masked prompts, "
+                    f"({block_prompts(plan, s):,} {_prompts_word(cfg)}, "
                     f"{f'{rate:.1f}' if rate < 10 else f'{rate:.0f}'}/s on this machine); "
                     f"~{_fmt_time(est['seconds_left'])} left"
                 )
@@ -930,11 +1014,19 @@ def summarize(ds, wall: float | None = None) -> str:
     """The run's headline (:func:`psens.ips.headline.headline`: IPS overall and by order
     with CIs at the first shot, what it pools, the noise floor, accuracy, output consistency
     and the caveats), over the done blocks, and how many blocks are pending or failed
-    (those are left out)."""
+    (those are left out); a PSS run (``n_vars = 0``) gets its PSS lines instead."""
     from psens.ips import solver_names
     from psens.ips.headline import headline, headline_lines
+    from psens.pss.runs import is_pss_run, summary_lines
 
+    head = "psens run summary" + (f" ({_fmt_time(wall)})" if wall is not None else "") + ":"
     status = np.asarray(ds["status"].values)
+    if is_pss_run(ds):  # n_vars = 0: no interactions, PSS instead
+        notes = [
+            _blocks_note(int((row == store.PENDING).sum()), int((row == store.FAILED).sum()))
+            for row in status
+        ]
+        return summary_lines(ds, head, notes)
     notes = {
         str(name): _blocks_note(
             int((status[m] == store.PENDING).sum()), int((status[m] == store.FAILED).sum())
@@ -945,7 +1037,6 @@ def summarize(ds, wall: float | None = None) -> str:
     if "solver" in ds.dims:
         solvers = solver_names(ds)
         lines[0] = lines[0][:-1] + f"; solver {solvers[0]} of {', '.join(solvers)}:"
-    head = "psens run summary" + (f" ({_fmt_time(wall)})" if wall is not None else "") + ":"
     return "\n".join([head, *lines, *_spread_lines(ds)])
 
 
@@ -972,6 +1063,11 @@ def _blocks_note(pending: int, failed: int) -> str:
     if failed:
         return f"{blocks(failed)} failed"
     return ""
+
+
+def _prompts_word(cfg: RunConfig) -> str:
+    """What a run scores: masked prompts, or (``n_vars = 0``) the unmasked prompts only."""
+    return "prompts (unmasked only)" if cfg.predictions_only else "masked prompts"
 
 
 def _fmt_bytes(n: float) -> str:

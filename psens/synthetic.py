@@ -31,7 +31,14 @@ from psens._validation import fail
 from psens.interactions import inverse_mobius_and, reconstruct
 from psens.store import DONE, build
 
-__all__ = ["TINY_MODELS", "assert_run_equal", "paper_models", "paper_run", "synthetic_run"]
+__all__ = [
+    "TINY_MODELS",
+    "assert_run_equal",
+    "paper_models",
+    "paper_run",
+    "synthetic_pss_run",
+    "synthetic_run",
+]
 
 DEFAULT_MODELS = {
     # name: (family, series, kind, arch, params (B), active params (B), instability)
@@ -155,6 +162,55 @@ def synthetic_run(
     put("hidden_l2", l2)
     ds["matching_error"].values[...] = 0.0
     ds["status"].values[...] = DONE
+    return ds
+
+
+def synthetic_pss_run(
+    models: Sequence[str] = ("synthetic-small", "synthetic-large"),
+    *,
+    n_samples: int = 24,
+    n_templates: int = 12,
+    shots: Sequence[int] = (0, 1, 3),
+    seed: int = 0,
+):
+    """A predictions-only run (the PSS layout, ``n_vars = 0``) with made-up answers.
+
+    Instance ``i`` of model ``m`` is answered correctly under each template with a
+    probability that is pulled towards 0 or 1 as shots are added and for later models; the
+    decoding confidence rises as the instance's answers agree. So PSS falls with shots and
+    with confidence *by construction*: the run shows what the analyses compute, never a
+    finding (attr ``synthetic``).
+    """
+    rng = np.random.default_rng(seed)
+    names, shot_list = list(models), list(shots)
+    samples = [f"item{k:03d}" for k in range(n_samples)]
+    templates = [f"V{t + 1:02d}" for t in range(n_templates)]
+    prompts = np.empty((n_samples, len(shot_list), n_templates), dtype=object)
+    for s, h, t in np.ndindex(prompts.shape):
+        prompts[s, h, t] = f"[{templates[t]}, {shot_list[h]}-shot] question {samples[s]} Answer:"
+    ds = build(
+        models=names,
+        samples=samples,
+        templates=templates,
+        words=[[] for _ in samples],
+        prompts=prompts,
+        targets=[f" {LETTERS[k % 4]}" for k in range(n_samples)],
+        n_max=0,
+        shots=shot_list,
+        attrs={"synthetic": True, "seed": seed},
+    )
+    base = rng.uniform(0.05, 0.95, size=(len(names), n_samples, 1, 1))
+    sharp = (1 + np.arange(len(names)))[:, None, None, None] * (1 + np.asarray(shot_list))[
+        None, None, :, None
+    ]
+    p = 1 / (1 + ((1 - base) / base) ** sharp)  # towards 0 or 1 as `sharp` grows
+    shape = (len(names), n_samples, len(shot_list), n_templates)
+    correct = (rng.random(shape) < p).astype(float)
+    agree = np.abs(2 * correct.mean(axis=-1, keepdims=True) - 1)
+    ds["correct"].values[:] = correct
+    ds["confidence"].values[:] = np.clip(0.3 + 0.6 * agree + 0.1 * rng.normal(size=shape), 0, 1)
+    ds["p_target"].values[:] = np.where(correct == 1, 0.6, 0.2)
+    ds["status"].values[:] = DONE
     return ds
 
 

@@ -144,3 +144,47 @@ def test_ips_notebook_runs_on_every_kind_of_run(path, runs):
         assert not _errors(nb, nb.cells[a:b]), (name, _errors(nb, nb.cells[a:b]))
     budget = BUDGET * len(runs)
     assert elapsed < budget, f"{path.name} took {elapsed:.0f} s on {len(runs)} runs"
+
+
+def test_prosa_notebook_shows_a_real_pss_run_without_a_synthetic_label(monkeypatch, tmp_path):
+    """Notebook 09 on a real PSS run (the tiny random model, ``n_vars = 0``): no synthetic
+    label anywhere; with ``PSENS_SIZE=tiny`` (the tiny-size test above) it is labelled."""
+    import psens
+    from tests.support import write_tiny_dataset, write_tiny_model
+
+    fields = (("question", "q"), ("option:A", "a"), ("option:B", "b"), ("option:C", "c"))
+    names = []
+    for k, layout in enumerate(
+        ("{q}\nA. {a}\nB. {b}\nC. {c}\nAnswer:", "Q: {q} A. {a} B. {b} C. {c}")
+    ):
+        t = psens.prompts.Template(f"nb-lay{k}", layout=layout, layout_fields=fields)
+        psens.prompts.register(t, overwrite=True)
+        names.append(t.name)
+    store = tmp_path / "pss.zarr"
+    psens.run(
+        {
+            "store": str(store),
+            "models": [str(write_tiny_model(tmp_path / "model"))],
+            "dataset": "arc-challenge",
+            "dataset_path": str(write_tiny_dataset(tmp_path / "data.jsonl")),
+            "samples": 4,
+            "templates": names,
+            "n_vars": 0,
+            "shots": [0, 1],
+            "threads": 1,
+            "generate": False,
+        },
+        progress=False,
+        quiet=True,
+    )
+    run = psens.store.to_netcdf(psens.open_run(store), tmp_path / "pss.nc")
+    path = ROOT / "notebooks" / "09_prosa_pss.ipynb"
+    monkeypatch.setenv("PSENS_SIZE", "")
+    monkeypatch.setenv("PSENS_RUN", str(run))
+    nb = nbformat.read(path, as_version=4)
+    elapsed = _execute(nb, path, BUDGET)
+    assert not _errors(nb)
+    text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if "text" in o)
+    assert "pss: models [" in text and "0-shot PSS" in text
+    assert "synthetic" not in text.lower()
+    assert elapsed < BUDGET, f"{path.name} took {elapsed:.0f} s (budget {BUDGET:.0f} s)"

@@ -269,6 +269,7 @@ class Scorer:
         self.open_reduce = open_reduce
         self.info = dict(info or {})
         self._open_targets: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._prefixes: dict[str, Any] = {}  # few-shot prefix -> its key/value cache
         self.tree = TreeForward(model) if tree_attention and supports(model) else None
         params = inspect.signature(model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
@@ -788,6 +789,30 @@ class Scorer:
             self._open_targets[key] = (extra, new)
         return self._open_targets[key]
 
+    def _forward_after_prefix(self, enc: Encoded, item_text: str):
+        """The forward pass of ``enc`` on top of the cached few-shot prefix (the prompt's
+        text before ``item_text``); the whole prompt when the tokens do not split there."""
+        import copy
+
+        whole = lambda: self._forward(enc.ids[None, :], None, keep=1, hidden=True)  # noqa: E731
+        if not enc.text.endswith(item_text):
+            return whole()
+        # without its trailing whitespace: a run of blank lines tokenises differently at
+        # the end of a text than before a word
+        prefix = enc.text[: len(enc.text) - len(item_text)].rstrip()
+        pids = self._tokens(prefix)
+        k = len(pids)
+        if not 0 < k < len(enc.ids) or not np.array_equal(enc.ids[:k], pids):
+            return whole()
+        cache = self._prefixes.get(prefix)
+        if cache is None:
+            if len(self._prefixes) >= 64:  # a run has one prefix per template and shot count
+                self._prefixes.clear()
+            cache = self._new_cache()
+            self._forward(pids[None, :], cache, keep=1)
+            self._prefixes[prefix] = cache
+        return self._forward(enc.ids[None, k:], copy.deepcopy(cache), keep=1, hidden=True)
+
     def _greedy_ids(self, ids: np.ndarray, m: int) -> np.ndarray:
         """At most ``m`` token ids of the model's greedy continuation of ``ids``."""
         import torch
@@ -811,6 +836,7 @@ class Scorer:
         shots: Sequence[Item] = (),
         max_new_tokens: int = 8,
         generate: bool = True,
+        reuse_prefix: bool = False,
     ) -> Prediction:
         """Greedy prediction on the unmasked prompt (appendix E.3).
 
@@ -818,13 +844,22 @@ class Scorer:
         ``p_target`` and its log-odds ``v``, ProSA's confidence (the top next-token
         probability over the full vocabulary), the softmax over the option letters,
         and the final-layer hidden state at the answer position (appendix H).
+
+        ``reuse_prefix=True`` keeps the key/value cache of the few-shot prefix (the text
+        before the item, the same for every item of a run) and runs the decoder on the
+        item's tokens only: the same numbers up to float rounding, several times faster
+        for long few-shot prompts. It is used when the prompt's tokens start with the
+        prefix's own tokens (else the whole prompt is run).
         """
         import torch
 
-        enc = self.encode(item, template, shots=shots)
+        enc = self.encode(item, template, shots=shots, variables=())  # no masking here
         t = _prompts.get_template(template)
         with torch.inference_mode():
-            out = self._forward(enc.ids[None, :], None, keep=1, hidden=True)
+            if reuse_prefix and shots:
+                out = self._forward_after_prefix(enc, _prompts.render(item, t))
+            else:
+                out = self._forward(enc.ids[None, :], None, keep=1, hidden=True)
             logp = torch.log_softmax(out.logits[0, -1].double(), dim=-1)
             hidden = out.hidden_states[-1][0, -1].float().cpu().numpy()
             text = ""

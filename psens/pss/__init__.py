@@ -6,6 +6,10 @@
 * :mod:`psens.pss.tables` — the tables per model, variant, style and shot count of one score
   DataArray (what the charts and a PSS explorer show);
 * :mod:`psens.pss.charts` — PSS per model, per shot count and per variant (altair);
+* :mod:`psens.pss.published` — ProSA's published twelve prompts per objective benchmark
+  (``templates = "prosa"`` in a run config);
+* :mod:`psens.pss.runs` — analyses of a stored PSS run (``n_vars = 0``): instance ``S_i``
+  vs decoding confidence with a bootstrap CI, PSS by shot count against zero shots;
 * the 12 prompt variants (``P01``–``P12``) are rendered by :func:`psens.variants.render_variant`.
 
 References
@@ -28,6 +32,20 @@ from psens.pss.metric import (
     top_token_probability,
     variant_disagreement,
 )
+from psens.pss.published import (
+    load_published_prompts,
+    published_groups,
+    published_templates,
+    register_published,
+)
+from psens.pss.runs import (
+    chance_pss,
+    confidence_relation,
+    instance_table,
+    is_pss_run,
+    pss_by_shot,
+    rank_correlation,
+)
 from psens.pss.tables import pss_tables, sample_dim, variant_dim
 from psens.variants import PROSA_STYLES, PROSA_TEMPLATE_IDS, SHOT_COUNTS, render_variant
 
@@ -38,13 +56,23 @@ __all__ = [
     "SHOT_COUNTS",
     "PSSSummary",
     "arena_label_score",
+    "chance_pss",
     "confidence",
+    "confidence_relation",
     "find_dim",
     "instance_confidence",
     "instance_pss",
+    "instance_table",
+    "is_pss_run",
     "load_prosa_versions",
+    "load_published_prompts",
     "pss",
+    "pss_by_shot",
     "pss_tables",
+    "published_groups",
+    "published_templates",
+    "rank_correlation",
+    "register_published",
     "render_variant",
     "sample_dim",
     "top_token_probability",

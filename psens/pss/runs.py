@@ -1,0 +1,288 @@
+r"""ProSA analyses of a stored PSS run: instance sensitivity, decoding confidence, shots.
+
+A PSS run is a ``psens run`` with ``n_vars = 0`` (no masked prompts): for every (model,
+sample, shot, template) the store holds the answer's correctness ``correct``, the decoding
+confidence ``confidence`` (top next-token probability over the full vocabulary) and
+``p_target``. From it:
+
+* :func:`instance_table` — per (model, shot, sample) the instance sensitivity
+  :math:`S_i` (ProSA eq. 1, over the run's templates), the instance confidence
+  :math:`\mathcal C_i = \frac1{|P|}\sum_p \max_t P(t\mid p)` (eq. 3) and the accuracy;
+* :func:`confidence_relation` — the correlation between :math:`S_i` and
+  :math:`\mathcal C_i` over instances (Spearman by default) with a percentile bootstrap CI
+  over instances (§5.2: the paper reports that higher confidence goes with lower PSS);
+* :func:`pss_by_shot` — PSS per shot count with a bootstrap CI, and each shot count
+  against zero shots: the paired difference of :math:`S_i`, its CI and sign-flip p-value
+  (:func:`psens.stats.paired_test`); a difference whose CI contains 0 is
+  flagged ``within_noise`` and is not a finding (§3.4 reports that shots lower PSS);
+* :func:`summary_lines` — what ``psens summary`` prints for such a run.
+
+Blocks that are not done are left out (NaN), as everywhere in psens.
+
+The bootstrap and the paired test are psens's addition: the paper reports point values.
+
+References
+----------
+.. [1] Zhuo, J., Zhang, S., Fang, X., Duan, H., Lin, D., and Chen, K. "ProSA: Assessing and
+   Understanding the Prompt Sensitivity of LLMs." Findings of the Association for
+   Computational Linguistics: EMNLP 2024, pp. 1950–1976. arXiv:2410.12405.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from psens._validation import check_in_interval, check_positive_int, fail
+from psens.pss.metric import instance_pss
+
+__all__ = [
+    "chance_pss",
+    "confidence_relation",
+    "instance_table",
+    "is_pss_run",
+    "pss_by_shot",
+    "rank_correlation",
+    "summary_lines",
+]
+
+WHERE = "psens.pss.runs"
+
+
+def chance_pss(accuracy: float) -> float:
+    r"""Expected :math:`S_i` of answers that are right independently under each prompt with
+    probability ``accuracy``: :math:`E[S_i] = 2a(1-a)` for any number of prompts (with
+    :math:`K` right of :math:`m`, :math:`S_i = K(m-K)/\binom m2` and
+    :math:`E[K(m-K)] = m(m-1)a(1-a)`). A model guessing uniformly among ``k`` options has
+    ``chance_pss(1 / k)`` (0.375 for four options): PSS near it says the answers carry no
+    stable preference, not that the prompts matter."""
+    check_in_interval(accuracy, "psens.pss.chance_pss", "accuracy", 0.0, 1.0, closed="both")
+    return 2.0 * accuracy * (1.0 - accuracy)
+
+
+def is_pss_run(ds: xr.Dataset) -> bool:
+    """Whether ``ds`` is a predictions-only run (``n_vars = 0``: no input variables)."""
+    return "var" in ds.dims and ds.sizes["var"] == 0 and "correct" in ds
+
+
+def _check(ds: xr.Dataset, where: str) -> xr.Dataset:
+    if not isinstance(ds, xr.Dataset) or not is_pss_run(ds):
+        fail(
+            where,
+            "the run is not a PSS run (it has input variables or no 'correct')",
+            "Open a run made with n_vars = 0 (e.g. data/runs/pss-arc.nc)",
+        )
+    done = ds["status"] == 1  # store.DONE
+    return ds.assign(
+        correct=ds["correct"].where(done), confidence=ds["confidence"].where(done)
+    ).load()
+
+
+def _with_shot(da: xr.DataArray) -> xr.DataArray:
+    return da if "shot" in da.dims else da.expand_dims(shot=[0])
+
+
+def instance_table(ds: xr.Dataset, *, correct: xr.DataArray | None = None) -> pd.DataFrame:
+    r"""Per (model, shot, sample): ``S_i`` (eq. 1 over the templates), ``confidence``
+    (eq. 3: the mean over templates of the top next-token probability), ``accuracy`` (mean
+    correctness over templates) and ``n_templates`` (templates with a value).
+
+    Parameters
+    ----------
+    ds
+        A PSS run (:func:`is_pss_run`).
+    correct
+        Another correctness array of the run's layout (e.g. read from the stored
+        ``generated`` text); default the stored ``correct``.
+
+    Returns
+    -------
+    DataFrame with columns ``model, shot, sample, S_i, confidence, accuracy, n_templates``.
+    """
+    ds = _check(ds, "psens.pss.instance_table")
+    y = _with_shot(ds["correct"] if correct is None else correct)
+    c = _with_shot(ds["confidence"])
+    y = y.transpose("model", "shot", "sample", "template")
+    c = c.transpose("model", "shot", "sample", "template")
+    s_i = instance_pss(y, dim="template")
+    with np.errstate(invalid="ignore"):
+        frame = xr.Dataset(
+            {
+                "S_i": s_i,
+                "confidence": c.mean("template", skipna=True),
+                "accuracy": y.mean("template", skipna=True),
+                "n_templates": y.notnull().sum("template"),
+            }
+        )
+    df = frame.to_dataframe().reset_index()
+    df["model"] = df["model"].astype(str)
+    df["sample"] = df["sample"].astype(str)
+    return df[["model", "shot", "sample", "S_i", "confidence", "accuracy", "n_templates"]]
+
+
+def rank_correlation(x: np.ndarray, y: np.ndarray, *, method: str = "spearman") -> np.ndarray:
+    r"""Correlation of ``x`` and ``y`` along the last axis (rows are independent problems).
+
+    ``method="pearson"``: :math:`r = \sum (x-\bar x)(y-\bar y) / \sqrt{\sum (x-\bar x)^2
+    \sum (y-\bar y)^2}`; ``"spearman"``: the same on average ranks (ties share their mean
+    rank). NaN when either row is constant.
+    """
+    from psens.stats import rankdata
+
+    if method not in ("spearman", "pearson"):
+        fail(WHERE, f"method={method!r}", 'Use "spearman" or "pearson"')
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if method == "spearman":
+        x, y = rankdata(x, axis=-1), rankdata(y, axis=-1)
+    xc = x - x.mean(axis=-1, keepdims=True)
+    yc = y - y.mean(axis=-1, keepdims=True)
+    den = np.sqrt((xc**2).sum(axis=-1) * (yc**2).sum(axis=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (xc * yc).sum(axis=-1) / den
+    return np.where(den > 1e-12, r, np.nan)
+
+
+def confidence_relation(
+    ds: xr.Dataset,
+    *,
+    method: str = "spearman",
+    n_boot: int = 2000,
+    ci: float = 0.95,
+    seed: int = 0,
+    correct: xr.DataArray | None = None,
+) -> pd.DataFrame:
+    r"""Instance-level correlation of ``S_i`` with decoding confidence, per model and shot.
+
+    ProSA §5.2 reports that instances with higher decoding confidence have lower PSS (fig.
+    7, CommonsenseQA). Here: the correlation (:func:`rank_correlation`) of :math:`S_i` and
+    :math:`\mathcal C_i` over the instances with both defined, and its percentile bootstrap
+    CI: ``n_boot`` resamples of the instances with replacement (one index matrix, drawn
+    from ``default_rng(seed)``), the correlation recomputed on each (ranks recomputed for
+    Spearman); resamples where one variable is constant are skipped
+    (:func:`psens.stats.percentile_ci`).
+
+    Returns
+    -------
+    DataFrame ``model, shot, n, r, lo, hi, n_boot_valid, excludes_zero``: ``excludes_zero``
+    is False when the CI contains 0 (or is undefined): no relation can be claimed.
+    """
+    from psens.stats import percentile_ci
+
+    check_positive_int(n_boot, "psens.pss.confidence_relation", "n_boot")
+    check_in_interval(ci, "psens.pss.confidence_relation", "ci", 0.0, 1.0)
+    table = instance_table(ds, correct=correct)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for (model, shot), g in table.groupby(["model", "shot"], sort=False):
+        g = g.dropna(subset=["S_i", "confidence"])
+        x, y = g["S_i"].to_numpy(), g["confidence"].to_numpy()
+        n = len(g)
+        r = float(rank_correlation(x, y, method=method)) if n >= 3 else np.nan
+        lo = hi = np.nan
+        valid = 0
+        if n >= 3:
+            idx = rng.integers(0, n, size=(n_boot, n))
+            boot = rank_correlation(x[idx], y[idx], method=method)
+            valid = int(np.isfinite(boot).sum())
+            if valid:
+                lo, hi = (float(v[0]) for v in percentile_ci(boot[:, None], ci))
+        rows.append(
+            {
+                "model": model,
+                "shot": int(shot),
+                "n": n,
+                "r": r,
+                "lo": lo,
+                "hi": hi,
+                "n_boot_valid": valid,
+                "excludes_zero": bool(np.isfinite(lo) and (lo > 0 or hi < 0)),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def pss_by_shot(
+    ds: xr.Dataset,
+    *,
+    n_boot: int = 2000,
+    n_perm: int = 2000,
+    ci: float = 0.95,
+    seed: int = 0,
+    correct: xr.DataArray | None = None,
+) -> pd.DataFrame:
+    r"""PSS per model and shot count, and each shot count against the run's first (0).
+
+    ``pss`` is the mean of :math:`S_i` over the instances (eq. 2) with a percentile
+    bootstrap CI over instances (``lo``, ``hi``). ``diff`` is :math:`\mathrm{PSS}_k -
+    \mathrm{PSS}_0` on the instances defined at both, with its paired bootstrap CI
+    (``diff_lo``, ``diff_hi``) and the two-sided sign-flip p-value (``p_value``) of
+    :func:`psens.stats.paired_test`; ``within_noise`` is True when that CI
+    contains 0 — such a change is not a finding. ProSA §3.4 reports that few-shot examples
+    lower PSS, most from 0 to 1 shot.
+
+    Returns
+    -------
+    DataFrame ``model, shot, n, pss, lo, hi, diff, diff_lo, diff_hi, p_value, within_noise``.
+    """
+    from psens.stats import (
+        bootstrap_means,
+        paired_test,
+        percentile_ci,
+        resample_counts,
+    )
+
+    table = instance_table(ds, correct=correct)
+    rows = []
+    for model, g in table.groupby("model", sort=False):
+        wide = g.pivot(index="sample", columns="shot", values="S_i")
+        shots = list(wide.columns)
+        s = wide.to_numpy().T  # [shot, sample]
+        counts = resample_counts(s.shape[1], n_boot, seed)
+        lo, hi = percentile_ci(bootstrap_means(s, counts), ci)
+        base = np.broadcast_to(s[0], s.shape)
+        test = paired_test(s, base, n_boot=n_boot, n_perm=n_perm, ci=ci, seed=seed)
+        for k, shot in enumerate(shots):
+            first = k == 0
+            d_lo, d_hi = float(test["diff_lo"][k]), float(test["diff_hi"][k])
+            rows.append(
+                {
+                    "model": model,
+                    "shot": int(shot),
+                    "n": int(np.isfinite(s[k]).sum()),
+                    "pss": float(np.nanmean(s[k])) if np.isfinite(s[k]).any() else np.nan,
+                    "lo": float(lo[k]),
+                    "hi": float(hi[k]),
+                    "diff": np.nan if first else float(test["diff"][k]),
+                    "diff_lo": np.nan if first else d_lo,
+                    "diff_hi": np.nan if first else d_hi,
+                    "p_value": np.nan if first else float(test["p_value"][k]),
+                    "within_noise": (not first) and not (d_lo > 0 or d_hi < 0),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def summary_lines(ds: xr.Dataset, head: str, notes: Sequence[str] = ()) -> str:
+    """``psens summary`` of a PSS run: per model and shot the PSS, accuracy and decoding
+    confidence over the done blocks, followed by that model's entry of ``notes`` (e.g.
+    how many blocks are not done)."""
+    table = instance_table(ds)
+    lines = [head]
+    for m, name in enumerate(ds["model"].values):
+        g = table[table["model"] == str(name)]
+        parts = [
+            f"{int(shot)}-shot PSS {r['S_i'].mean():.3f} (accuracy {r['accuracy'].mean():.2f}, "
+            f"confidence {r['confidence'].mean():.2f})"
+            for shot, r in g.groupby("shot")
+        ]
+        note = notes[m] if m < len(notes) else ""
+        lines.append(f"  {name}: " + "; ".join(parts) + (f"; {note}" if note else ""))
+    n_t = ds.sizes["template"]
+    lines.append(
+        f"PSS over {n_t} templates and {ds.sizes['sample']} samples (ProSA eq. 1-2); "
+        "psens.pss.runs has the confidence relation and the shot comparison with CIs"
+    )
+    return "\n".join(lines)
