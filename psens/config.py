@@ -56,7 +56,7 @@ from typing import Any
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.models.loading import DTYPE_NAMES  # the one table of dtype names
 
-__all__ = ["TEMPLATE_SETS", "RunConfig", "load_config"]
+__all__ = ["TEMPLATE_SETS", "RunConfig", "load_config", "read_config_file"]
 
 #: template set names accepted by ``templates = "<name>"``
 TEMPLATE_SETS: dict[str, tuple[str, ...]] = {
@@ -102,17 +102,7 @@ class RunConfig:
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> RunConfig:
         """Build from a mapping, refusing unknown keys (with the closest valid key)."""
-        if not isinstance(raw, dict):
-            fail(WHERE, f"a config must be a mapping, got {type(raw).__name__}", "Pass a dict")
-        names = [f.name for f in dataclasses.fields(cls)]
-        for key in raw:
-            if key not in names:
-                close = difflib.get_close_matches(str(key), names, n=1)
-                hint = f"Did you mean {close[0]!r}?" if close else f"Valid keys: {names}"
-                fail(WHERE, f"unknown key {key!r}", hint.rstrip("?."))
-        for key in ("store", "models", "dataset"):
-            if key not in raw:
-                fail(WHERE, f"the required key {key!r} is missing", f"Add {key} = ...")
+        check_keys(raw, [f.name for f in dataclasses.fields(cls)], ("store", "models", "dataset"))
         cfg = cls(**raw)
         cfg.check()
         return cfg
@@ -454,8 +444,29 @@ def _check_model(name: str | dict[str, Any]) -> None:
         )
 
 
+def check_keys(raw: Any, names: list[str], required: tuple[str, ...], where: str = WHERE) -> None:
+    """Refuse a config that is not a mapping, has an unknown key (naming the closest valid
+    key) or lacks a required key."""
+    if not isinstance(raw, dict):
+        fail(where, f"a config must be a mapping, got {type(raw).__name__}", "Pass a dict")
+    for key in raw:
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1)
+            hint = f"Did you mean {close[0]!r}?" if close else f"Valid keys: {names}"
+            fail(where, f"unknown key {key!r}", hint.rstrip("?."))
+    for key in required:
+        if key not in raw:
+            fail(where, f"the required key {key!r} is missing", f"Add {key} = ...")
+
+
 def load_config(path: str | os.PathLike) -> RunConfig:
     """Read a TOML (``.toml``) or YAML (``.yaml``/``.yml``) config file."""
+    return RunConfig.from_dict(read_config_file(path))
+
+
+def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
+    """The table of keys of a TOML (``.toml``) or YAML (``.yaml``/``.yml``) config file,
+    refusing a missing file, bad syntax or a file that is not a table."""
     p = Path(path)
     if not p.is_file():
         fail(WHERE, f"config file {p} not found", "Check the path")
@@ -485,7 +496,7 @@ def load_config(path: str | os.PathLike) -> RunConfig:
             f"{p} holds a {type(raw).__name__}, not a table of keys",
             "Write one key per line (store = ..., models = [...], dataset = ...)",
         )
-    return RunConfig.from_dict(raw)
+    return raw
 
 
 def _toml_position(exc: Exception) -> str:
