@@ -39,6 +39,10 @@ Keys
                     (``"bfloat16"``, ``"float16"``): score every masked prompt a second time
                     with the model loaded in that dtype and store ``v_floor`` and the measured
                     noise floor ``floor`` (:func:`psens.ips.floor.noise_floor`)
+``perturbations``   a JSON file of paraphrased and reordered instructions (IPS paper,
+                    appendix L; :mod:`psens.perturbations`): the run's items are its items
+                    and every template is also shown with each rewrite
+                    (``"open:paraphrase"``, ``"open:reorder"``), with the variables aligned
 ==================  =========================================================================
 """
 
@@ -96,6 +100,7 @@ class RunConfig:
     scheduler: str | None = None
     cache_dir: str | None = None
     noise_floor: bool | str = False
+    perturbations: str | None = None
 
     # ----------------------------------------------------------------- construction
 
@@ -152,7 +157,17 @@ class RunConfig:
                     f"Use a set name {sorted(TEMPLATE_SETS)} or templates from "
                     f"{sorted(prompts.TEMPLATES)}",
                 )
-        if len(names) < 2:
+        rewritten = [t for t in names if prompts.rewrite_of(t)]
+        if rewritten and self.perturbations is None:
+            fail(
+                WHERE,
+                f"templates {rewritten} show a rewritten instruction, but no 'perturbations' "
+                "file gives the rewrites",
+                'Add perturbations = "file.json" and list the templates without ":<rewrite>"',
+            )
+        if self.perturbations is not None:
+            self._check_perturbations(names)
+        elif len(names) < 2:
             fail(
                 WHERE,
                 "'templates' names fewer than two templates",
@@ -215,6 +230,25 @@ class RunConfig:
         for m in self.models:
             if not _served(m):
                 _check_model(m)
+
+    def _check_perturbations(self, names: list[str]) -> None:
+        """With ``perturbations``: a readable file, templates for open-ended items given
+        without a rewrite (the run adds the rewrites)."""
+        from psens import prompts
+        from psens.perturbations import load_perturbations
+
+        if not isinstance(self.perturbations, str | os.PathLike):
+            _wrong_type("perturbations", self.perturbations, "a path to a JSON file")
+        for t in names:
+            if prompts.get_template(t).kind != "open" or prompts.rewrite_of(t):
+                fail(
+                    WHERE,
+                    f"template {t!r} with 'perturbations': the rewrites are for open-ended "
+                    "templates given without a rewrite",
+                    'Use templates = ["open", "open-case"]; the run adds ":paraphrase" and '
+                    '":reorder"',
+                )
+        load_perturbations(self.perturbations)
 
     @property
     def solvers(self) -> list[str]:
@@ -345,6 +379,8 @@ class RunConfig:
         for k in ("store", "scheduler", "cache_dir"):
             d.pop(k)
         d.pop("noise_floor")  # absent without a floor: older stores keep their hash
+        if d.pop("perturbations") is not None:  # absent without: older stores keep their hash
+            d["perturbations"] = hashlib.sha256(Path(self.perturbations).read_bytes()).hexdigest()
         if self.floor_dtype is not None:
             d["noise_floor"] = self.floor_dtype  # true and "bfloat16" are one run
         d["models"] = [

@@ -47,8 +47,8 @@ from typing import Any
 
 import pandas as pd
 
+from psens._runfile import MethodConfig, check_models, method_attrs
 from psens._validation import check_in_interval, check_positive_int, fail
-from psens.method_runs import MethodConfig, check_models, method_attrs
 
 __all__ = ["METHOD", "DBSAConfig", "read_prompts", "results", "run", "summarize"]
 
@@ -163,7 +163,7 @@ def run(cfg: DBSAConfig, out: str | Path | None = None, *, progress: bool = True
     import xarray as xr
 
     from psens import dbsa as D
-    from psens.method_runs import set_threads, write
+    from psens._runfile import set_threads, write
 
     cfg.check()
     set_threads(cfg.threads)

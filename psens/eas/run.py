@@ -48,8 +48,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from psens._runfile import MethodConfig, check_dataset_names, check_models, method_attrs
 from psens._validation import check_positive_int, fail
-from psens.method_runs import MethodConfig, check_dataset_names, check_models, method_attrs
 
 __all__ = ["METHOD", "EASConfig", "rows", "run", "summarize"]
 
@@ -273,7 +273,7 @@ def rows(ds) -> pd.DataFrame:
 def run(cfg: EASConfig, out: str | Path | None = None, *, progress: bool = True):
     """Generate, judge and score the run of ``cfg``; write it to ``out`` (default
     ``cfg.store``, a netCDF file) and return the Dataset."""
-    from psens.method_runs import set_threads, write
+    from psens._runfile import set_threads, write
 
     cfg.check()
     set_threads(cfg.threads)

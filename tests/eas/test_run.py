@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from psens import method_runs
+from psens import _runfile, method_runs
 from psens.backends import Response
 from psens.cli import main
 from psens.eas import instance_metrics
@@ -171,5 +171,5 @@ def test_a_killed_write_leaves_no_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(xr.Dataset, "to_netcdf", boom)
     with pytest.raises(KeyboardInterrupt):
-        method_runs.write(xr.Dataset({"x": ("a", [1.0])}), tmp_path / "x.nc")
+        _runfile.write(xr.Dataset({"x": ("a", [1.0])}), tmp_path / "x.nc")
     assert list(tmp_path.iterdir()) == []
