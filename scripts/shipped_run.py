@@ -1,8 +1,9 @@
 """Regenerate (or check) the real runs shipped in ``data/runs/``.
 
 Each ``data/runs/<name>.toml`` is a ``psens run`` config; this script runs it from scratch
-into its store (``runs/shipped/<name>.zarr``) and exports the store to
-``data/runs/<name>.nc``, the file the notebooks and widgets open by default. ``--check``
+— an IPS run into its store (``runs/shipped/<name>.zarr``), exported to
+``data/runs/<name>.nc``; an EAS or DBSA run (``method = "eas"`` / ``"dbsa"``) straight into
+``data/runs/<name>.nc`` — the files the notebooks and widgets open by default. ``--check``
 exports into a temporary folder and compares every array with the committed file instead
 (exit code 1 on any difference), so "regenerates bit for bit" is something a user can
 verify. Prints the CPU, the wall and CPU time per run and the file sizes.
