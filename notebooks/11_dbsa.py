@@ -393,7 +393,11 @@ for text, by_model in results.items():
         # how often chance alone gives at least this many (binomial, words taken as independent)
         p_hits = float(binom.sf(hits - 1, p.size, 0.05))
         verdict = (
-            "more than chance alone gives" if p_hits < 0.05 else "within chance: not a finding"
+            "more than chance alone gives"
+            if p_hits < 0.01
+            else "borderline (words are not independent tests): not a finding"
+            if p_hits < 0.05
+            else "within chance: not a finding"
         )
         print(
             f"{text:8s} {model:22s} {hits} of {p.size} words at p < 0.05 "
