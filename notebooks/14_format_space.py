@@ -34,7 +34,6 @@ from psens.formats.analysis import (
 from psens.formats.charts import accuracy_chart, dimension_chart
 from psens.formats.search import thompson_search
 
-pw.enable_offline()
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 160)
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()

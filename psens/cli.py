@@ -1,5 +1,7 @@
-"""Command line: ``psens run CONFIG``, ``psens summary STORE`` (a zarr store or its netCDF
-export), ``psens export STORE OUT.nc [--overwrite]`` (replaces only an earlier export),
+"""Command line: ``psens run CONFIG`` (an IPS run, or an EAS / DBSA run when the config says
+``method = "eas"`` / ``"dbsa"``), ``psens summary STORE`` (a zarr store, its netCDF
+export, or an EAS / DBSA run file), ``psens export STORE OUT.nc [--overwrite]`` (replaces
+only an earlier export),
 ``psens verify STORE``.
 
 Exit codes: 0 success; 1 ``psens verify`` found damage; 2 a refused input (the message says
@@ -57,11 +59,24 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args) -> int:
     from psens import store
-    from psens.config import load_config
+    from psens.config import RunConfig
     from psens.runner import run, summarize
 
     if args.command == "run":
-        cfg = load_config(args.config)
+        from psens import method_runs
+
+        cfg = method_runs.load(args.config)
+        if not isinstance(cfg, RunConfig):  # an EAS or DBSA run: written in one go
+            if args.scheduler or args.report:
+                print(
+                    f"error: psens run: --scheduler and --report are for IPS runs, not "
+                    f"{cfg.method} runs. Leave them out",
+                    file=sys.stderr,
+                )
+                return 2
+            method_runs.run(cfg, progress=not args.no_progress)
+            print(cfg.store)
+            return 0
         if args.scheduler:
             cfg.scheduler = args.scheduler
             cfg.check()
@@ -85,6 +100,11 @@ def _dispatch(args) -> int:
             print(f"report: {write_report(ds, args.report)}", file=sys.stderr)
         return 0
     if args.command == "summary":
+        from psens import method_runs
+
+        if method_runs.is_method_run(args.store):  # an EAS or DBSA run file
+            print(method_runs.summarize(method_runs.open_run(args.store)))
+            return 0
         print(summarize(store.open_run(args.store, verify=True)))
         return 0
     if args.command == "export":

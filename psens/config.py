@@ -47,6 +47,10 @@ Keys
                     (``"bfloat16"``, ``"float16"``): score every masked prompt a second time
                     with the model loaded in that dtype and store ``v_floor`` and the measured
                     noise floor ``floor`` (:func:`psens.ips.floor.noise_floor`)
+``perturbations``   a JSON file of paraphrased and reordered instructions (IPS paper,
+                    appendix L; :mod:`psens.perturbations`): the run's items are its items
+                    and every template is also shown with each rewrite
+                    (``"open:paraphrase"``, ``"open:reorder"``), with the variables aligned
 ==================  =========================================================================
 """
 
@@ -69,7 +73,7 @@ from psens.settings import DEFAULT_SOLVER, DEFAULT_TAU
 if TYPE_CHECKING:
     from psens.models.spec import ModelSpec
 
-__all__ = ["TEMPLATE_SETS", "RunConfig", "load_config"]
+__all__ = ["TEMPLATE_SETS", "RunConfig", "load_config", "read_config_file"]
 
 #: template set names accepted by ``templates = "<name>"``
 TEMPLATE_SETS: dict[str, tuple[str, ...]] = {
@@ -109,23 +113,14 @@ class RunConfig:
     scheduler: str | None = None
     cache_dir: str | None = None
     noise_floor: bool | str = False
+    perturbations: str | None = None
 
     # ----------------------------------------------------------------- construction
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> RunConfig:
         """Build from a mapping, refusing unknown keys (with the closest valid key)."""
-        if not isinstance(raw, dict):
-            fail(WHERE, f"a config must be a mapping, got {type(raw).__name__}", "Pass a dict")
-        names = [f.name for f in dataclasses.fields(cls)]
-        for key in raw:
-            if key not in names:
-                close = difflib.get_close_matches(str(key), names, n=1)
-                hint = f"Did you mean {close[0]!r}?" if close else f"Valid keys: {names}"
-                fail(WHERE, f"unknown key {key!r}", hint.rstrip("?."))
-        for key in ("store", "models", "dataset"):
-            if key not in raw:
-                fail(WHERE, f"the required key {key!r} is missing", f"Add {key} = ...")
+        check_keys(raw, [f.name for f in dataclasses.fields(cls)], ("store", "models", "dataset"))
         cfg = cls(**raw)
         cfg.check()
         return cfg
@@ -201,7 +196,17 @@ class RunConfig:
                     f"Use a set name {sorted(TEMPLATE_SETS)} or templates from "
                     f"{sorted(prompts.TEMPLATES)}",
                 )
-        if len(names) < 2:
+        rewritten = [t for t in names if prompts.rewrite_of(t)]
+        if rewritten and self.perturbations is None:
+            fail(
+                WHERE,
+                f"templates {rewritten} show a rewritten instruction, but no 'perturbations' "
+                "file gives the rewrites",
+                'Add perturbations = "file.json" and list the templates without ":<rewrite>"',
+            )
+        if self.perturbations is not None:
+            self._check_perturbations(names)
+        elif len(names) < 2:
             fail(
                 WHERE,
                 "'templates' names fewer than two templates",
@@ -273,6 +278,25 @@ class RunConfig:
     def predictions_only(self) -> bool:
         """``n_vars = 0``: only the unmasked prompts are answered (the PSS design)."""
         return type(self.n_vars) is int and self.n_vars == 0
+
+    def _check_perturbations(self, names: list[str]) -> None:
+        """With ``perturbations``: a readable file, templates for open-ended items given
+        without a rewrite (the run adds the rewrites)."""
+        from psens import prompts
+        from psens.perturbations import load_perturbations
+
+        if not isinstance(self.perturbations, str | os.PathLike):
+            _wrong_type("perturbations", self.perturbations, "a path to a JSON file")
+        for t in names:
+            if prompts.get_template(t).kind != "open" or prompts.rewrite_of(t):
+                fail(
+                    WHERE,
+                    f"template {t!r} with 'perturbations': the rewrites are for open-ended "
+                    "templates given without a rewrite",
+                    'Use templates = ["open", "open-case"]; the run adds ":paraphrase" and '
+                    '":reorder"',
+                )
+        load_perturbations(self.perturbations)
 
     @property
     def solvers(self) -> list[str]:
@@ -429,6 +453,8 @@ class RunConfig:
         for k in ("store", "scheduler", "cache_dir"):
             d.pop(k)
         d.pop("noise_floor")  # absent without a floor: older stores keep their hash
+        if d.pop("perturbations") is not None:  # absent without: older stores keep their hash
+            d["perturbations"] = hashlib.sha256(Path(self.perturbations).read_bytes()).hexdigest()
         if self.floor_dtype is not None:
             d["noise_floor"] = self.floor_dtype  # true and "bfloat16" are one run
         d["models"] = [spec.identity() for spec in self.model_specs]
@@ -502,8 +528,29 @@ def _check_scheduler(scheduler: str) -> None:
         )
 
 
+def check_keys(raw: Any, names: list[str], required: tuple[str, ...], where: str = WHERE) -> None:
+    """Refuse a config that is not a mapping, has an unknown key (naming the closest valid
+    key) or lacks a required key."""
+    if not isinstance(raw, dict):
+        fail(where, f"a config must be a mapping, got {type(raw).__name__}", "Pass a dict")
+    for key in raw:
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1)
+            hint = f"Did you mean {close[0]!r}?" if close else f"Valid keys: {names}"
+            fail(where, f"unknown key {key!r}", hint.rstrip("?."))
+    for key in required:
+        if key not in raw:
+            fail(where, f"the required key {key!r} is missing", f"Add {key} = ...")
+
+
 def load_config(path: str | os.PathLike) -> RunConfig:
     """Read a TOML (``.toml``) or YAML (``.yaml``/``.yml``) config file."""
+    return RunConfig.from_dict(read_config_file(path))
+
+
+def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
+    """The table of keys of a TOML (``.toml``) or YAML (``.yaml``/``.yml``) config file,
+    refusing a missing file, bad syntax or a file that is not a table."""
     p = Path(path)
     if not p.is_file():
         fail(WHERE, f"config file {p} not found", "Check the path")
@@ -533,7 +580,7 @@ def load_config(path: str | os.PathLike) -> RunConfig:
             f"{p} holds a {type(raw).__name__}, not a table of keys",
             "Write one key per line (store = ..., models = [...], dataset = ...)",
         )
-    return RunConfig.from_dict(raw)
+    return raw
 
 
 def _toml_position(exc: Exception) -> str:

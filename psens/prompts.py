@@ -50,6 +50,7 @@ __all__ = [
     "MAX_VARIABLES",
     "PAPER_SHOTS",
     "RESOLVERS",
+    "REWRITES",
     "TEMPLATES",
     "Rendered",
     "Template",
@@ -60,6 +61,8 @@ __all__ = [
     "register",
     "render",
     "render_spans",
+    "rewrite_name",
+    "rewrite_of",
     "select_shots",
     "variables",
 ]
@@ -69,6 +72,9 @@ CHANGE_KINDS: dict[str, str] = {
     "case": "altering",  # Answers -> ANSWERS
     "double-colon": "adding",  # : -> ::
     "paren-marker": "altering",  # A. -> A)
+    # appendix L: the instruction itself is rewritten (psens.perturbations)
+    "paraphrase": "paraphrase",  # a semantic paraphrase of the instruction
+    "reorder": "reorder",  # the instruction's clauses in another order
     # a change of the format grammar (psens.formats) outside the three above: not classified
     # by appendix G
     "format": "format",
@@ -82,6 +88,9 @@ LABEL_STYLES: dict[str, str] = {
     "a": "abcdefghijklmnopqrstuvwxyz",
     "1": "123456789",
 }
+
+#: The appendix L rewrites of an open-ended instruction (kinds of :data:`CHANGE_KINDS`).
+REWRITES: tuple[str, ...] = ("paraphrase", "reorder")
 
 #: The instruction line of the few-shot templates (fig. 16).
 FEW_SHOT_INSTRUCTION = (
@@ -365,6 +374,35 @@ register(
 #: Families of templates named by a prefix and built from the name on demand
 #: (``"fmt-"``: the points of :mod:`psens.formats`, registered by that package).
 RESOLVERS: dict[str, Callable[[str], Template]] = {}
+
+
+def rewrite_name(template: str, rewrite: str) -> str:
+    """The name of ``template`` shown with an appendix L rewrite of the instruction:
+    ``"open:paraphrase"``."""
+    return f"{template}:{rewrite}"
+
+
+# Appendix L: every open-ended template also exists with each rewrite of the instruction.
+# The template text is the same; the rewritten instruction comes from the item
+# (psens.perturbations), and the rewrite is one more change of the template, so pair
+# kinds (pair_perturbation) tell template changes, paraphrases and reorderings apart.
+for _t in [t for t in TEMPLATES.values() if t.kind == "open"]:
+    for _r in REWRITES:
+        register(
+            dataclasses.replace(
+                _t,
+                name=rewrite_name(_t.name, _r),
+                changes=(*_t.changes, _r),
+                description=f"{_t.description}, the instruction rewritten ({_r}; appendix L)",
+            )
+        )
+
+
+def rewrite_of(template: str | Template) -> str | None:
+    """The appendix L rewrite a template shows (``"paraphrase"``, ``"reorder"``), or None."""
+    changes = get_template(template).changes
+    found = [c for c in changes if c in REWRITES]
+    return found[0] if found else None
 
 
 def get_template(template: str | Template) -> Template:

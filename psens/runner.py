@@ -123,6 +123,42 @@ def _fitting(cfg: RunConfig, items: list) -> list:
     return [it for it in items if tuple(lab for lab, _ in it.options) == want]
 
 
+def _perturbed_items(cfg: RunConfig) -> tuple[list, list[dict]]:
+    """The items of a ``perturbations`` file (its order; the first ``samples`` of them, or
+    the listed ids) and, per item, its versions ``{"original" | rewrite: (item,
+    variables)}`` with the variables aligned (:func:`psens.perturbations.variants`)."""
+    from psens import datasets
+    from psens.perturbations import load_perturbations, variants
+
+    entries = load_perturbations(cfg.perturbations)
+    if isinstance(cfg.samples, int):
+        entries = entries[: cfg.samples]
+    else:
+        by_id = {e.id: e for e in entries}
+        missing = [s for s in cfg.samples if s not in by_id]
+        if missing:
+            fail(
+                "psens config",
+                f"sample ids not in {cfg.perturbations}: {missing[:5]}",
+                "List ids of the perturbation file",
+            )
+        entries = [by_id[s] for s in cfg.samples]
+    by_id = {it.id: it for it in datasets.load(cfg.dataset, cfg.split, path=cfg.dataset_path)}
+    missing = [e.id for e in entries if e.id not in by_id]
+    if missing:
+        fail(
+            "psens config",
+            f"{cfg.perturbations} names items that are not in {cfg.dataset}: {missing[:5]}",
+            "Use the dataset's item ids (psens.datasets.load(...)[k].id)",
+        )
+    items = [by_id[e.id] for e in entries]
+    versions = [
+        variants(it, e, n_max=cfg.n_vars, seed=cfg.seed)
+        for it, e in zip(items, entries, strict=True)
+    ]
+    return items, versions
+
+
 def _shot_items(cfg: RunConfig, items) -> dict[int, tuple]:
     """Few-shot examples per shot count: the first k of one seeded draw from a pool
     disjoint from the evaluated items, so settings share their first examples."""
@@ -169,13 +205,28 @@ class Plan:
         from psens import prompts
 
         self.cfg = cfg
-        self.items = select_items(cfg)
-        self.templates = cfg.template_names
+        self.versions: list[dict] | None = None  # appendix L: {rewrite: (item, variables)}
+        if cfg.perturbations is None:
+            self.items = select_items(cfg)
+            self.templates = cfg.template_names
+        else:
+            self.items, self.versions = _perturbed_items(cfg)
+            self.templates = [
+                prompts.rewrite_name(t, r) if r else t
+                for r in (None, *prompts.REWRITES)
+                for t in cfg.template_names
+            ]
         _check_templates_fit(self.items, self.templates, cfg.dataset)
-        self.variables = [
-            [] if cfg.predictions_only else prompts.variables(it, n_max=cfg.n_vars, seed=cfg.seed)
-            for it in self.items
-        ]
+        self.variables = (
+            [
+                []
+                if cfg.predictions_only
+                else prompts.variables(it, n_max=cfg.n_vars, seed=cfg.seed)
+                for it in self.items
+            ]
+            if self.versions is None
+            else [v["original"][1] for v in self.versions]
+        )
         for it, vs in zip(self.items, self.variables, strict=True):
             if not vs and not cfg.predictions_only:
                 fail(
@@ -188,14 +239,25 @@ class Plan:
         self.shot_keys = list(cfg.shots) if cfg.shots else [0]
         shape = (len(self.items), len(self.shot_keys), len(self.templates))
         self.prompts = np.empty(shape, dtype=object)
-        for s, it in enumerate(self.items):
+        for s in range(len(self.items)):
             for h, k in enumerate(self.shot_keys):
                 for t, name in enumerate(self.templates):
-                    self.prompts[s, h, t] = prompts.render(it, name, shots=self.shots[k])
+                    shown = self.version(s, name)[0]
+                    self.prompts[s, h, t] = prompts.render(shown, name, shots=self.shots[k])
         self.targets = [
             prompts.render_spans(it, self.templates[0]).target if it.is_mcq else it.answer
             for it in self.items
         ]
+
+    def version(self, sample: int, template: str) -> tuple[Any, list]:
+        """The item and variables a template shows for a sample: the item itself, or (with
+        ``perturbations``) the instruction rewrite the template names, with the variables
+        aligned to the original's."""
+        from psens import prompts
+
+        if self.versions is None:
+            return self.items[sample], self.variables[sample]
+        return self.versions[sample][prompts.rewrite_of(template) or "original"]
 
     @property
     def blocks(self) -> int:
@@ -373,15 +435,16 @@ def compute_block(scorer, plan: Plan, sample: int, *, floor_scorer=None) -> dict
     for h, k in enumerate(plan.shot_keys):
         shots = plan.shots[k]
         for t, name in enumerate(plan.templates):
+            shown, shown_vars = plan.version(sample, name)  # a rewrite with perturbations
             v[h, t] = scorer.value(
-                item, name, masks, shots=shots, variables=variables, progress=False
+                shown, name, masks, shots=shots, variables=shown_vars, progress=False
             )
             if v_floor is not None:
                 v_floor[h, t] = floor_scorer.value(
-                    item, name, masks, shots=shots, variables=variables, progress=False
+                    shown, name, masks, shots=shots, variables=shown_vars, progress=False
                 )
             pred = scorer.predict(
-                item, name, shots=shots, generate=cfg.generate, max_new_tokens=cfg.max_new_tokens
+                shown, name, shots=shots, generate=cfg.generate, max_new_tokens=cfg.max_new_tokens
             )
             p_target[h, t], confidence[h, t] = pred.p_target, pred.confidence
             if pred.correct is not None:

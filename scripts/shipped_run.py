@@ -1,8 +1,9 @@
 """Regenerate (or check) the real runs shipped in ``data/runs/``.
 
 Each ``data/runs/<name>.toml`` is a ``psens run`` config; this script runs it from scratch
-into its store (``runs/shipped/<name>.zarr``) and exports the store to
-``data/runs/<name>.nc``, the file the notebooks and widgets open by default. ``--check``
+— an IPS run into its store (``runs/shipped/<name>.zarr``), exported to
+``data/runs/<name>.nc``; an EAS or DBSA run (``method = "eas"`` / ``"dbsa"``) straight into
+``data/runs/<name>.nc`` — the files the notebooks and widgets open by default. ``--check``
 exports into a temporary folder and compares every array with the committed file instead
 (exit code 1 on any difference), so "regenerates bit for bit" is something a user can
 verify. Prints the CPU, the wall and CPU time per run and the file sizes.
@@ -28,19 +29,23 @@ RUNS = ROOT / "data" / "runs"
 
 
 def regenerate(config: Path, out: Path) -> dict:
-    """Run ``config`` from scratch (into its ``store``) and export it to ``out``."""
+    """Run ``config`` from scratch (an IPS run into its ``store``, then exported to ``out``;
+    an EAS or DBSA run straight into ``out``)."""
     import psens
-    from psens import store
-    from psens.config import load_config
+    from psens import method_runs, store
+    from psens.config import RunConfig
 
-    cfg = load_config(config)
+    cfg = method_runs.load(config)
     wall, cpu = time.perf_counter(), time.process_time()
-    ds = psens.run(cfg, overwrite=True, progress=True)
+    if isinstance(cfg, RunConfig):
+        ds = psens.run(cfg, overwrite=True, progress=True)
+        failed = int((ds["status"].values != store.DONE).sum())
+        if failed:
+            raise SystemExit(f"{config.name}: {failed} blocks did not finish; not exported")
+        store.to_netcdf(ds, out, overwrite=True)
+    else:
+        method_runs.run(cfg, out, progress=True)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    failed = int((ds["status"].values != store.DONE).sum())
-    if failed:
-        raise SystemExit(f"{config.name}: {failed} blocks did not finish; not exported")
-    store.to_netcdf(ds, out, overwrite=True)
     return {"wall": wall, "cpu": cpu, "bytes": out.stat().st_size}
 
 
@@ -49,27 +54,32 @@ def compare(a: Path, b: Path) -> list[str]:
     import numpy as np
     import xarray as xr
 
-    with xr.open_dataset(a, engine="h5netcdf") as x, xr.open_dataset(b, engine="h5netcdf") as y:
-        diffs = []
-        names = sorted(set(x.variables) | set(y.variables))
-        for name in names:
-            if name not in x.variables or name not in y.variables:
-                diffs.append(f"{name} (only in one file)")
-                continue
-            u, w = x[name].values, y[name].values
-            if u.shape != w.shape:
-                diffs.append(f"{name} (shape {u.shape} vs {w.shape})")
-            elif u.dtype.kind == "f":
-                if not np.array_equal(u, w, equal_nan=True):
-                    gap = np.nanmax(np.abs(u - w)) if np.isfinite(u - w).any() else np.nan
-                    diffs.append(f"{name} (max |diff| {gap:.3g})")
-            elif not np.array_equal(u, w):
-                diffs.append(f"{name}")
-        for key in sorted(set(x.attrs) | set(y.attrs)):
-            if key in ("run_id", "created"):  # new for every run by design
-                continue
-            if str(x.attrs.get(key)) != str(y.attrs.get(key)):
-                diffs.append(f"attrs[{key!r}]")
+    with xr.open_datatree(a, engine="h5netcdf") as ta, xr.open_datatree(b, engine="h5netcdf") as tb:
+        groups_a = {node.path: node.to_dataset() for node in ta.subtree}
+        groups_b = {node.path: node.to_dataset() for node in tb.subtree}
+        diffs = [f"group {g} (only in one file)" for g in sorted(set(groups_a) ^ set(groups_b))]
+        for group in sorted(set(groups_a) & set(groups_b)):
+            x, y = groups_a[group], groups_b[group]
+            at = "" if group == "/" else f"{group}:"
+            names = sorted(set(x.variables) | set(y.variables))
+            for name in names:
+                if name not in x.variables or name not in y.variables:
+                    diffs.append(f"{at}{name} (only in one file)")
+                    continue
+                u, w = x[name].values, y[name].values
+                if u.shape != w.shape:
+                    diffs.append(f"{at}{name} (shape {u.shape} vs {w.shape})")
+                elif u.dtype.kind == "f":
+                    if not np.array_equal(u, w, equal_nan=True):
+                        gap = np.nanmax(np.abs(u - w)) if np.isfinite(u - w).any() else np.nan
+                        diffs.append(f"{at}{name} (max |diff| {gap:.3g})")
+                elif not np.array_equal(u, w):
+                    diffs.append(f"{at}{name}")
+            for key in sorted(set(x.attrs) | set(y.attrs)):
+                if key in ("run_id", "created"):  # new for every run by design
+                    continue
+                if str(x.attrs.get(key)) != str(y.attrs.get(key)):
+                    diffs.append(f"{at}attrs[{key!r}]")
         return diffs
 
 

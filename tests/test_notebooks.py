@@ -182,9 +182,33 @@ def test_prosa_notebook_shows_a_real_pss_run_without_a_synthetic_label(monkeypat
     monkeypatch.setenv("PSENS_SIZE", "")
     monkeypatch.setenv("PSENS_RUN", str(run))
     nb = nbformat.read(path, as_version=4)
-    elapsed = _execute(nb, path, BUDGET)
+    _execute(nb, path, BUDGET)
     assert not _errors(nb)
     text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if "text" in o)
     assert "pss: models [" in text and "0-shot PSS" in text
     assert "synthetic" not in text.lower()
+
+
+#: the notebooks of the output-level methods and the shipped run each opens by default
+METHOD_RUNS = {"10_eas": "eas.nc", "11_dbsa": "dbsa.nc"}
+
+
+@pytest.mark.parametrize("name", sorted(METHOD_RUNS))
+def test_method_notebook_opens_its_shipped_run_by_default(name, monkeypatch):
+    shipped = ROOT / "data" / "runs" / METHOD_RUNS[name]
+    assert shipped.is_file(), f"{shipped} is missing: make shipped-run writes it"
+    monkeypatch.setenv("PSENS_SIZE", "")
+    monkeypatch.setenv("PSENS_RUN", "")
+    path = ROOT / "notebooks" / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    elapsed = _execute(nb, path, BUDGET)
+    assert not _errors(nb)
+    text = "".join(
+        o.get("text", "")
+        for c in nb.cells
+        for o in c.get("outputs", [])
+        if o.get("name") == "stdout"
+    )
+    assert "synthetic" not in text.lower()
+    assert ("EAS run:" if name == "10_eas" else "DBSA run:") in text
     assert elapsed < BUDGET, f"{path.name} took {elapsed:.0f} s (budget {BUDGET:.0f} s)"

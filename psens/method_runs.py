@@ -1,0 +1,60 @@
+"""Stored runs of the output-level methods (EAS, DBSA) beside the IPS runs.
+
+An IPS run is a resumable zarr store (:mod:`psens.store`, :func:`psens.run`). EAS and DBSA
+runs are small and are written in one go as a netCDF file marked with the attrs
+``psens_method`` (``"eas"``, ``"dbsa"``) and ``psens_method_version``
+(:mod:`psens._runfile`). Their TOML configs say ``method = "eas"`` or ``method = "dbsa"``;
+a config without ``method`` (or with ``method = "ips"``) is an IPS run. One entry point for
+all of them:
+
+>>> cfg = load("data/runs/eas.toml")        # doctest: +SKIP
+>>> ds = run(cfg)                          # doctest: +SKIP
+>>> print(summarize(open_run("data/runs/eas.nc")))  # doctest: +SKIP
+
+:func:`open_run` opens an EAS file as an :class:`xarray.Dataset` and a DBSA file as an
+:class:`xarray.DataTree` (one group per prompt and model).
+"""
+
+from __future__ import annotations
+
+import os
+
+from psens._runfile import METHOD_ATTR, METHODS, is_method_run, method_of, open_run
+from psens._validation import fail
+
+__all__ = ["METHODS", "is_method_run", "load", "method_of", "open_run", "run", "summarize"]
+
+WHERE = "psens method run"
+
+
+def _module(method: str):
+    if method == "eas":
+        from psens.eas import run as module
+    elif method == "dbsa":
+        from psens.dbsa import run as module
+    else:
+        fail(WHERE, f"method = {method!r} is not known", f"Use one of {['ips', *METHODS]}")
+    return module
+
+
+def load(path: str | os.PathLike):
+    """The config of any run file: a :class:`psens.config.RunConfig` (IPS, the default), an
+    :class:`psens.eas.run.EASConfig` or a :class:`psens.dbsa.run.DBSAConfig`."""
+    from psens.config import RunConfig, read_config_file
+
+    raw = read_config_file(path)
+    method = raw.pop("method", "ips")
+    if method == "ips":
+        return RunConfig.from_dict(raw)
+    module = _module(str(method))
+    return getattr(module, f"{method.upper()}Config").from_dict({**raw, "method": method})
+
+
+def run(cfg, out: str | os.PathLike | None = None, *, progress: bool = True):
+    """Run an EAS or DBSA config and write its file (``out``, default its ``store``)."""
+    return _module(cfg.method).run(cfg, out, progress=progress)
+
+
+def summarize(obj) -> str:
+    """The text summary of an opened method run."""
+    return _module(str(obj.attrs.get(METHOD_ATTR))).summarize(obj)

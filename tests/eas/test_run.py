@@ -1,0 +1,175 @@
+"""The stored EAS run: config checks, the run on fake generators, the file round trip, the
+summary (API and CLI) and the refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from psens import _runfile, method_runs
+from psens.backends import Response
+from psens.cli import main
+from psens.eas import instance_metrics
+from psens.eas import run as eas_run
+from psens.eas.scoring import heuristic_scores
+
+
+class FakeGenerator:
+    """Answers every prompt with its template's factors: the right option only when the
+    format directive is on (so the heuristic sees a format effect), a long sentence
+    otherwise; one prompt (the first T011 of each call) fails. As a judge it says "correct"
+    for every response naming the reference's first word."""
+
+    def __init__(self, name):
+        self.name = name
+        self.calls = 0
+
+    def chat_many(self, conversations, **params):
+        out = []
+        for c in conversations:
+            prompt = c[-1]["content"]
+            directive = "Respond with only" in prompt
+            answer = "A" if directive else "I would say the answer could be A or B."
+            key = f"{self.name}:{len(out)}"
+            if "yes or no" in prompt.lower():
+                answer = "yes" if directive else "Well, perhaps."
+            out.append(Response("ok", answer, key, attempts=1))
+        out[0] = Response("failed", None, out[0].key, error="fake failure", attempts=1)
+        self.calls += len(conversations)
+        return out
+
+    def __call__(self, prompts):
+        return [("correct" if "Response to grade: A" in p else "incorrect") for p in prompts]
+
+
+@pytest.fixture
+def fake_models(monkeypatch):
+    made = {}
+
+    def generator(name, cfg, max_new_tokens):
+        made.setdefault(name, FakeGenerator(name))
+        return made[name]
+
+    monkeypatch.setattr(eas_run, "_generator", generator)
+    return made
+
+
+def _config(tmp_path, **over):
+    raw = {
+        "method": "eas",
+        "store": str(tmp_path / "eas.nc"),
+        "models": ["smollm2-135m-instruct", "gemma3-270m"],
+        "judge": "smollm2-135m-instruct",
+        "datasets": ["arc-challenge", "boolq"],
+        "samples": 2,
+        **over,
+    }
+    return eas_run.EASConfig.from_dict(raw)
+
+
+def test_run_writes_a_file_whose_rows_give_the_stored_metrics(tmp_path, fake_models):
+    cfg = _config(tmp_path)
+    ds = method_runs.run(cfg, progress=False)
+    assert method_runs.method_of(cfg.store) == "eas"
+    back = method_runs.open_run(cfg.store)
+    assert dict(back.sizes) == {"model": 2, "sample": 4, "template": 8}
+    # the failed generation is recorded as failed, not scored
+    status = back["status"].values
+    assert (status == "failed").sum() == 2  # one per model
+    assert np.isnan(back["heuristic"].values[status == "failed"]).all()
+    assert np.isnan(back["judge"].values[status == "failed"]).all()
+    rows = eas_run.rows(back)
+    assert len(rows) == 2 * 4 * 8
+    assert rows.loc[rows.status == "failed", "raw_response"].isna().all()
+    # the stored heuristic scores are the scorers' on the stored responses
+    h = heuristic_scores(rows.reset_index(drop=True)).to_numpy()
+    np.testing.assert_array_equal(h, back["heuristic"].values.ravel())
+    # SensH is the population std over the templates of the stored scores (slow reference)
+    ref = np.array(
+        [
+            [np.std(x[~np.isnan(x)]) for x in back["heuristic"].values[m]]
+            for m in range(back.sizes["model"])
+        ]
+    )
+    np.testing.assert_allclose(back["sens_heuristic"].values, ref, rtol=0, atol=1e-15)
+    # and the metrics recomputed from the file are the stored ones
+    inst = instance_metrics(rows).set_index(["model_name", "id"])
+    for col in eas_run.METRICS:
+        got = back[col].values
+        want = inst[col].reindex(
+            pd.MultiIndex.from_product([back.model.values, back.sample.values])
+        )
+        np.testing.assert_array_equal(got.ravel(), want.to_numpy(float))
+    assert set(back["trizone"].values.ravel()) <= {"artifact", "genuine", "underdetected", "stable"}
+    # the format directive helps the heuristic on these fake answers
+    assert back["effect_fmt_heuristic"].values.mean() > 0
+    assert ds.attrs["judge"] == "smollm2-135m-instruct"
+
+
+def test_summary_through_the_api_and_the_cli(tmp_path, fake_models, capsys):
+    cfg = _config(tmp_path)
+    method_runs.run(cfg, progress=False)
+    text = method_runs.summarize(method_runs.open_run(cfg.store))
+    assert "an illustration, not a finding" in text
+    assert "generations failed: 2" in text
+    assert main(["summary", cfg.store]) == 0
+    assert "EAS run: 2 models x 4 items x 8 templates" in capsys.readouterr().out
+
+
+def test_cli_runs_an_eas_config(tmp_path, fake_models, capsys):
+    path = tmp_path / "eas.toml"
+    path.write_text(
+        f'method = "eas"\nstore = "{tmp_path / "x.nc"}"\nmodels = ["smollm2-135m-instruct"]\n'
+        'judge = "smollm2-135m-instruct"\ndatasets = ["boolq"]\nsamples = 1\n'
+    )
+    assert main(["run", str(path), "--no-progress"]) == 0
+    assert (tmp_path / "x.nc").is_file()
+    assert main(["run", str(path), "--report", str(tmp_path / "r.html")]) == 2
+    assert "for IPS runs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("over", "message"),
+    [
+        ({"judges": "x"}, "unknown key 'judges'. Did you mean 'judge'"),
+        ({"judge": ""}, "judge = ''"),
+        ({"store": "out.zarr"}, "is not a .nc file"),
+        ({"datasets": ["arc-challenge", "nope"]}, "unknown dataset 'nope'"),
+        ({"datasets": []}, "datasets = []"),
+        ({"models": ["no-such-model-xyz"]}, "no-such-model-xyz"),
+        ({"models": ["gemma3-270m", "gemma3-270m"]}, "lists a model twice"),
+        ({"samples": 0}, "samples"),
+    ],
+)
+def test_bad_configs_are_refused_before_any_model(tmp_path, fake_models, over, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        _config(tmp_path, **over)
+    assert not fake_models  # nothing was loaded
+
+
+def test_missing_required_key(tmp_path):
+    with pytest.raises(ValueError, match="required key 'judge' is missing"):
+        eas_run.EASConfig.from_dict({"method": "eas", "store": "x.nc", "models": ["gemma3-270m"]})
+
+
+def test_open_run_refuses_what_is_not_a_method_run(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        method_runs.open_run(tmp_path / "missing.nc")
+    other = tmp_path / "other.nc"
+    other.write_bytes(b"not a netcdf file")
+    assert method_runs.method_of(other) is None
+    with pytest.raises(ValueError, match="is not an EAS or DBSA run"):
+        method_runs.open_run(other)
+
+
+def test_a_killed_write_leaves_no_file(tmp_path, monkeypatch):
+    import xarray as xr
+
+    def boom(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(xr.Dataset, "to_netcdf", boom)
+    with pytest.raises(KeyboardInterrupt):
+        _runfile.write(xr.Dataset({"x": ("a", [1.0])}), tmp_path / "x.nc")
+    assert list(tmp_path.iterdir()) == []
