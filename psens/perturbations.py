@@ -29,9 +29,7 @@ REWRITES`), and :func:`psens.ips.factors.pair_kinds` tells the template pairs
 
 References
 ----------
-.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
-   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International
-   Conference on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539. Appendices
+.. [1] Qin et al., ICML 2026; the full reference is in :mod:`psens.ips`. Appendices
    K.2 (variable selection) and L (paraphrase and reordering).
 """
 

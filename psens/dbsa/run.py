@@ -33,9 +33,7 @@ Words without a dictionary entry (function words, punctuation) are not tested.
 
 References
 ----------
-.. [1] Rauba, P., Wei, Q., and van der Schaar, M. "Visualizing token importance for black-box
-   language models." Proceedings of the 28th International Conference on Artificial
-   Intelligence and Statistics (AISTATS), PMLR 258, 2025. arXiv:2512.11573.
+.. [1] Rauba et al., AISTATS 2025; the full reference is in :mod:`psens.dbsa`.
 """
 
 from __future__ import annotations

@@ -32,10 +32,8 @@ left out of the metrics, never scored as wrong.
 
 References
 ----------
-.. [1] Muthukumarana, S., Wijenayake, B., Godaliyadda, R., and Ekanayake, P. "Prompt Sensitivity
-   or Evaluation Artifact? A Task-Aware Analysis for Large Language Models." The authors'
-   code and experimental artifacts (GitHub: sayumimuthu/llm-prompt-sensitivity-evaluation-
-   artifact); no arXiv version has been published.
+.. [1] Muthukumarana et al., "Prompt Sensitivity or Evaluation Artifact?"; the full
+   reference is in :mod:`psens.eas`.
 """
 
 from __future__ import annotations

@@ -24,9 +24,7 @@ stand-ins.
 
 References
 ----------
-.. [1] Zhuo, J., Zhang, S., Fang, X., Duan, H., Lin, D., and Chen, K. "ProSA: Assessing and
-   Understanding the Prompt Sensitivity of LLMs." Findings of the Association for
-   Computational Linguistics: EMNLP 2024, pp. 1950–1976. arXiv:2410.12405.
+.. [1] Zhuo et al., ProSA, Findings of EMNLP 2024; the full reference is in :mod:`psens.pss`.
 .. [2] Hendrycks, D., Burns, C., Kadavath, S., Arora, A., Basart, S., Tang, E., Song, D., and
    Steinhardt, J. "Measuring Mathematical Problem Solving With the MATH Dataset." NeurIPS
    Datasets and Benchmarks, 2021.

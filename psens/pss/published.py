@@ -23,9 +23,7 @@ are kept as numbers (``group`` 1–4), not style names.
 
 References
 ----------
-.. [1] Zhuo, J., Zhang, S., Fang, X., Duan, H., Lin, D., and Chen, K. "ProSA: Assessing and
-   Understanding the Prompt Sensitivity of LLMs." Findings of the Association for
-   Computational Linguistics: EMNLP 2024, pp. 1950–1976. arXiv:2410.12405.
+.. [1] Zhuo et al., ProSA, Findings of EMNLP 2024; the full reference is in :mod:`psens.pss`.
 """
 
 from __future__ import annotations
