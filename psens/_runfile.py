@@ -91,13 +91,10 @@ class MethodConfig:
 def check_models(names: list[str], where: str) -> None:
     """Every name must be a local model psens can load (packaged, table, path or hub id);
     nothing is loaded."""
-    from psens.config import _check_model
+    from psens.models.spec import ModelSpec
 
     for name in names:
-        try:
-            _check_model(name)
-        except ValueError as exc:
-            fail(where, str(exc).split(": ", 1)[-1].rstrip("."), "Fix the model name")
+        ModelSpec.from_entry(name, where=where)  # resolved as a run's models are
 
 
 def check_dataset_names(names: Any, where: str) -> None:

@@ -117,8 +117,13 @@ def _items(cfg: EASConfig) -> dict[str, list]:
 
     return {
         name: select_items(
-            SimpleNamespace(
-                dataset=name, split=None, dataset_path=None, samples=cfg.samples, seed=cfg.seed
+            SimpleNamespace(  # the item selection of an IPS run (no IPS templates to fit)
+                dataset=name,
+                split=None,
+                dataset_path=None,
+                samples=cfg.samples,
+                seed=cfg.seed,
+                template_names=(),
             )
         )
         for name in cfg.datasets

@@ -24,6 +24,7 @@ resolves such an id without a registry.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -315,7 +316,7 @@ class Format:
         d = self.template().to_dict()
         for k in ("name", "changes", "description"):
             d.pop(k)
-        return tuple(sorted(d.items()))
+        return tuple(sorted((k, json.dumps(v, sort_keys=True, default=str)) for k, v in d.items()))
 
     def __str__(self) -> str:
         return self.id
