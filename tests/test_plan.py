@@ -94,3 +94,19 @@ def test_run_refuses_auto_before_store(capsys, tmp_path):
     assert main(["run", str(_config(tmp_path, device='"auto"')), "--no-progress"]) == 2
     assert 'device = "auto"' in capsys.readouterr().err
     assert not (tmp_path / "s.zarr").exists()
+
+
+def test_table7_config_is_the_papers_pairs():
+    from psens.ips.factors.pairings import MATCHED_ACTIVE_PAIRS
+
+    models = load_config(EXAMPLES / "paper_table7.toml").models
+    assert models == [m for dense, moe in MATCHED_ACTIVE_PAIRS for m in (moe, dense)]
+
+
+def test_model_table_cites_no_missing_file():
+    from psens.models.registry import model_table, paper_models
+
+    sources = model_table()["source"].astype(str)
+    assert not sources.str.contains(r"\.md\b|docs/", regex=True).any()
+    assert len(paper_models()) == 50
+    assert sources.str.contains("Evaluating and Explaining Prompt Sensitivity").sum() == 50
