@@ -110,3 +110,24 @@ def test_model_table_cites_no_missing_file():
     assert not sources.str.contains(r"\.md\b|docs/", regex=True).any()
     assert len(paper_models()) == 50
     assert sources.str.contains("Evaluating and Explaining Prompt Sensitivity").sum() == 50
+
+
+def test_bench_gpu_on_cpu_and_the_llama3_8b_shape():
+    import importlib.util
+    import subprocess
+    import sys
+
+    import torch
+    from transformers import LlamaForCausalLM
+
+    path = EXAMPLES.parents[1] / "scripts" / "bench_gpu.py"
+    spec = importlib.util.spec_from_file_location("bench_gpu", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with torch.device("meta"):  # the shape only: no memory, no download
+        model = LlamaForCausalLM(mod.llama3_8b_config())
+    assert sum(p.numel() for p in model.parameters()) == pytest.approx(8.03e9, rel=0.005)
+    if not torch.cuda.is_available():
+        assert mod.bench() == []
+        out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True)
+        assert out.returncode == 0 and out.stdout.strip() == "no GPU: skipped"
