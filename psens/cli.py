@@ -34,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p_plan.add_argument("config", help="path to a .toml or .yaml config")
     p_plan.add_argument(
+        "--calibrate", action="store_true", help="score one batch per local model (loads it)"
+    )
+    p_plan.add_argument(
         "--offline", action="store_true", help="no network: hub models are reported as to download"
     )
     p_sum = sub.add_parser("summary", help="print the summary of a stored run")
@@ -71,9 +74,12 @@ def _dispatch(args) -> int:
     from psens.runner import run, summarize
 
     if args.command == "plan" or (args.command == "run" and args.plan):
-        from psens.plan import format_plan, make_plan
+        from psens.plan import calibrate, format_plan, make_plan
 
-        print(format_plan(make_plan(load_config(args.config), offline=args.offline)))
+        rp = make_plan(load_config(args.config), offline=args.offline)
+        if getattr(args, "calibrate", False):
+            rp = calibrate(rp)
+        print(format_plan(rp))
         return 0
     if args.command == "run":
         cfg = load_config(args.config)

@@ -58,6 +58,7 @@ __all__ = [
     "THROUGHPUT",
     "ModelCost",
     "RunPlan",
+    "calibrate",
     "flop_seconds",
     "format_plan",
     "make_plan",
@@ -324,11 +325,58 @@ def _model_cost(spec, cfg, offline, passes, tokens, store_share, dtype, rate, fr
     download = 0.0
     if src["kind"] == "hub" and (offline or not _in_hub_cache(str(src["path"]))):
         download = params * b
-    active = float(row["active_params"]) * 1e9 if row and row.get("active_params") else params
-    seconds = flop_seconds(active, tokens, passes, rate)  # a MoE computes with its active ones
+    seconds = flop_seconds(_active(spec, params), tokens, passes, rate)  # a MoE: active ones
     return ModelCost(
         spec.name, kind, params, passes, tokens, seconds, memory, store_share, download
     )
+
+
+def calibrate(rp: RunPlan) -> RunPlan:
+    r"""Replace the reference throughput by a measured one: score one batch per local model.
+
+    For each model whose weights are here (not served, not a hub model still to download),
+    the run's scorer (:func:`psens.runner._scorer`, the run's dtype and batch size; the CPU
+    for ``device = "auto"``) scores the first ``batch_size`` masked prompts of the first item
+    and template (after one warm-up call); the measured rate :math:`r` (masked prompts per
+    second) gives the model's time :math:`N / r` and the effective throughput
+    :math:`R = 2\,P\,T\,r` printed in the header (the first calibrated model's).
+    Loads weights: the plan's other columns are computed without.
+    """
+    import dataclasses
+    import time
+
+    import numpy as np
+
+    from psens.runner import _scorer
+
+    cfg = rp.config
+    if cfg.device == "auto":
+        cfg = dataclasses.replace(cfg, device="cpu")
+    plan = _items_plan(cfg, offline=True)
+    if plan.prompts is None:
+        return rp
+    item, variables = plan.items[0], plan.variables[0]
+    masks = np.arange(min(cfg.batch_size, 1 << len(variables)), dtype=np.int64)
+    shots = plan.shots[plan.shot_keys[0]]
+    for spec, m in zip(cfg.model_specs, rp.models, strict=True):
+        if spec.is_served or m.download_bytes or m.params is None:
+            continue
+        scorer = _scorer(cfg, spec)
+        args = dict(shots=shots, variables=variables, progress=False)
+        scorer.value(item, plan.templates[0], masks[:1], **args)  # warm-up
+        start = time.perf_counter()
+        scorer.value(item, plan.templates[0], masks, **args)
+        rate = len(masks) / max(time.perf_counter() - start, 1e-9)
+        m.seconds = m.passes / rate
+        if not rp.calibrated:
+            rp.throughput = 2.0 * _active(spec, m.params) * m.tokens * rate
+            rp.calibrated = True
+    return rp
+
+
+def _active(spec: ModelSpec, params: float) -> float:
+    row = spec.table_row()
+    return float(row["active_params"]) * 1e9 if row and row.get("active_params") else params
 
 
 def _gb(n: float) -> str:

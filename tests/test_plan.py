@@ -131,3 +131,16 @@ def test_bench_gpu_on_cpu_and_the_llama3_8b_shape():
         assert mod.bench() == []
         out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True)
         assert out.returncode == 0 and out.stdout.strip() == "no GPU: skipped"
+
+
+def test_calibrate_measures_a_rate(capsys, tmp_path):
+    assert main(["plan", str(_config(tmp_path)), "--calibrate"]) == 0
+    out = capsys.readouterr().out
+    assert "TFLOP/s measured" in out and not (tmp_path / "s.zarr").exists()
+    rp = plan_mod.calibrate(plan_mod.make_plan(load_config(_config(tmp_path))))
+    (m,) = rp.models
+    assert rp.calibrated and rp.throughput > 0
+    # the measured throughput and the model's time obey the same FLOP formula
+    assert m.seconds == pytest.approx(
+        plan_mod.flop_seconds(m.params, m.tokens, m.passes, rp.throughput)
+    )
