@@ -1,8 +1,9 @@
 """Command line: ``psens run CONFIG`` (an IPS run, or an EAS / DBSA run when the config says
 ``method = "eas"`` / ``"dbsa"``), ``psens summary STORE`` (a zarr store, its netCDF
 export, or an EAS / DBSA run file), ``psens export STORE OUT.nc [--overwrite]`` (replaces
-only an earlier export),
-``psens verify STORE``.
+only an earlier export), ``psens verify STORE``, ``psens plan CONFIG [--offline]
+[--calibrate]`` (also ``psens run --plan CONFIG``: what the run costs, per model, without
+loading weights; :mod:`psens.plan`).
 
 Exit codes: 0 success; 1 ``psens verify`` found damage; 2 a refused input (the message says
 what is wrong and how to fix it); 130 ``psens run`` interrupted (Ctrl-C): one line says how
@@ -28,6 +29,18 @@ def main(argv: list[str] | None = None) -> int:
     p_run.add_argument("--overwrite", action="store_true", help="start over if the store exists")
     p_run.add_argument("--no-progress", action="store_true", help="no progress bars")
     p_run.add_argument("--report", help="also write an HTML report to this path")
+    p_run.add_argument("--plan", action="store_true", help="print the plan (psens plan); no run")
+    p_run.add_argument("--offline", action="store_true", help="with --plan: no network")
+    p_plan = sub.add_parser(
+        "plan", help="what a run costs per model (passes, time, memory, store, downloads)"
+    )
+    p_plan.add_argument("config", help="path to a .toml or .yaml config")
+    p_plan.add_argument(
+        "--calibrate", action="store_true", help="score one batch per local model (loads it)"
+    )
+    p_plan.add_argument(
+        "--offline", action="store_true", help="no network: hub models are reported as to download"
+    )
     p_sum = sub.add_parser("summary", help="print the summary of a stored run")
     p_sum.add_argument("store", help="a .zarr store or a .nc file written by psens export")
     p_exp = sub.add_parser("export", help="export a stored run to netCDF")
@@ -62,6 +75,14 @@ def _dispatch(args) -> int:
     from psens.config import RunConfig
     from psens.runner import run, summarize
 
+    if args.command == "plan" or (args.command == "run" and args.plan):
+        from psens.plan import calibrate, format_plan, make_plan
+
+        rp = make_plan(load_config(args.config), offline=args.offline)
+        if getattr(args, "calibrate", False):
+            rp = calibrate(rp)
+        print(format_plan(rp))
+        return 0
     if args.command == "run":
         from psens import method_runs
 

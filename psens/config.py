@@ -222,7 +222,8 @@ class RunConfig:
                 WHERE,
                 f"n_vars = {self.n_vars} exceeds the cap {max_vars} "
                 f"(2**{self.n_vars} masked prompts per item and template)",
-                f"Use n_vars <= {max_vars}",
+                f"Use n_vars <= {max_vars}, or the sparse path for longer inputs "
+                "(psens.ips.sparse, n up to 64)",
             )
         check_in_interval(self.tau, WHERE, "tau", 0.0, 1.0)
         if isinstance(self.samples, bool) or not isinstance(self.samples, int | list | tuple):
@@ -469,7 +470,7 @@ DTYPES = tuple(DTYPE_NAMES)
 #: ``noise_floor`` dtype names and their canonical names
 FLOOR_DTYPES = {k: v for k, v in DTYPE_NAMES.items() if v != "float32"}
 #: ``device`` kinds a run accepts (optionally with an index, ``cuda:1``)
-DEVICES = ("cpu", "cuda", "mps")
+DEVICES = ("cpu", "cuda", "mps", "auto")
 
 
 @functools.lru_cache(maxsize=32)
@@ -507,7 +508,11 @@ def _check_device(device: str) -> None:
     kind, _, index = device.partition(":")
     ok = kind in DEVICES and (not index or (kind == "cuda" and index.isdigit()))
     if not ok:
-        fail(WHERE, f"device = {device!r} is not known", "Use 'cpu', 'cuda', 'cuda:N' or 'mps'")
+        fail(
+            WHERE,
+            f"device = {device!r} is not known",
+            "Use 'cpu', 'cuda', 'cuda:N', 'mps' or 'auto'",
+        )
 
 
 def _check_scheduler(scheduler: str) -> None:

@@ -379,6 +379,12 @@ def _check_device(cfg: RunConfig) -> None:
     import torch
 
     kind, _, index = str(cfg.device).partition(":")
+    if kind == "auto":
+        fail(
+            "psens run",
+            'device = "auto" (sharding over the devices) is costed by `psens plan` but not run yet',
+            'Set device = "cpu", "cuda" or "cuda:N", or use a served entry for a large model',
+        )
     if kind == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if count == 0 or (index and int(index) >= count):

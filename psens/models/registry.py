@@ -5,7 +5,12 @@
 and ``active_params`` (billions; MoE activated parameters as in table 1),
 ``mask_token`` / ``mask_token_id`` (appendix E.4, as the token string in the model's
 vocabulary), ``mask_token_paper`` (E.4's own wording), ``package`` (the PyPI package
-of an offline model) and ``source``.
+of an offline model) and ``source`` (the paper's full reference for its 50 models).
+
+References
+----------
+Qin, R., Wang, Q., Wang, T., Wei, Z. and Shen, W. Evaluating and Explaining Prompt
+Sensitivity of LLMs Using Interactions. ICML 2026 (PMLR 306).
 """
 
 from __future__ import annotations

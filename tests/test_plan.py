@@ -1,0 +1,146 @@
+"""``psens plan``: passes, time, memory, store and downloads without loading weights."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from psens import plan as plan_mod
+from psens.cli import main
+from psens.config import load_config
+from psens.runner import Plan, estimate
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"
+PAPER = sorted(EXAMPLES.glob("paper_*.toml"))
+
+
+def _config(tmp_path, **over) -> Path:
+    text = (EXAMPLES / "arc.toml").read_text()
+    for key, value in over.items():
+        lines = [ln for ln in text.splitlines() if not ln.startswith(f"{key} =")]
+        text = "\n".join(lines) + f"\n{key} = {value}\n"
+    path = tmp_path / "c.toml"
+    path.write_text(text.replace('store = "runs/arc.zarr"', f'store = "{tmp_path / "s.zarr"}"'))
+    return path
+
+
+def test_plan_offline_smollm(capsys, tmp_path):
+    cfg = _config(tmp_path)
+    assert main(["plan", str(cfg)]) == 0
+    out = capsys.readouterr().out
+    for word in ("passes", "time", "memory", "store", "download", "smollm2-135m-instruct"):
+        assert word in out
+    assert plan_mod.cpu_name() in out
+    assert not (tmp_path / "s.zarr").exists()
+    rp = plan_mod.make_plan(load_config(cfg))
+    (m,) = rp.models
+    p = Plan(load_config(cfg))
+    assert m.passes == p.forward_passes() == 4 * 32 * 5
+    assert m.store_bytes == estimate(p)["store_bytes"]
+    assert m.download_bytes == 0 and m.params == pytest.approx(0.135e9)
+    assert m.memory_bytes > 0.135e9 * 4  # weights at float32 plus activations
+
+
+def test_run_plan_flag(capsys, tmp_path):
+    assert main(["run", "--plan", str(_config(tmp_path))]) == 0
+    assert "forward passes" in capsys.readouterr().out
+    assert not (tmp_path / "s.zarr").exists()
+
+
+def test_flop_formula_literal():
+    # 2 x P x T x N / R: a 1B model, 100 tokens, 1000 prompts at 1e12 FLOP/s = 200 s
+    assert plan_mod.flop_seconds(1e9, 100, 1000, 1e12) == pytest.approx(200.0)
+    rp = plan_mod.make_plan(load_config(EXAMPLES / "arc.toml"))
+    m = rp.models[0]
+    literal = 2 * 0.135e9 * m.tokens * m.passes / plan_mod.THROUGHPUT["cpu"]["float32"]
+    assert m.seconds == pytest.approx(literal)
+
+
+@pytest.mark.parametrize("path", PAPER, ids=lambda p: p.stem)
+def test_paper_configs_offline(path, capsys):
+    assert main(["plan", str(path), "--offline"]) == 0
+    out = capsys.readouterr().out
+    n_models = len(load_config(path).models)
+    assert f"({n_models} models)" in out and "to download" in out
+    assert out.count(" hub ") == n_models
+
+
+def test_unknown_dataset(capsys, tmp_path):
+    assert main(["plan", str(_config(tmp_path, dataset='"arc"'))]) == 2
+    err = capsys.readouterr().err
+    assert "unknown dataset 'arc'" in err and "arc-challenge" in err and "mmlu" in err
+
+
+def test_unknown_model(capsys, tmp_path):
+    assert main(["plan", str(_config(tmp_path, models='["no-such-model"]'))]) == 2
+    assert "unknown model 'no-such-model'" in capsys.readouterr().err
+
+
+def test_n_vars_above_dense_limit(capsys, tmp_path):
+    assert main(["plan", str(_config(tmp_path, n_vars="20"))]) == 2
+    assert "sparse" in capsys.readouterr().err
+
+
+def test_model_too_large(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(plan_mod, "free_memory", lambda device: (1e8, "a small machine"))
+    assert main(["plan", str(_config(tmp_path))]) == 2
+    err = capsys.readouterr().err
+    assert "needs about" in err and 'device = "auto"' in err
+    assert main(["plan", str(_config(tmp_path, device='"auto"'))]) == 0
+
+
+def test_run_refuses_auto_before_store(capsys, tmp_path):
+    assert main(["run", str(_config(tmp_path, device='"auto"')), "--no-progress"]) == 2
+    assert 'device = "auto"' in capsys.readouterr().err
+    assert not (tmp_path / "s.zarr").exists()
+
+
+def test_table7_config_is_the_papers_pairs():
+    from psens.ips.factors.pairings import MATCHED_ACTIVE_PAIRS
+
+    models = load_config(EXAMPLES / "paper_table7.toml").models
+    assert models == [m for dense, moe in MATCHED_ACTIVE_PAIRS for m in (moe, dense)]
+
+
+def test_model_table_cites_no_missing_file():
+    from psens.models.registry import model_table, paper_models
+
+    sources = model_table()["source"].astype(str)
+    assert not sources.str.contains(r"\.md\b|docs/", regex=True).any()
+    assert len(paper_models()) == 50
+    assert sources.str.contains("Evaluating and Explaining Prompt Sensitivity").sum() == 50
+
+
+def test_bench_gpu_on_cpu_and_the_llama3_8b_shape():
+    import importlib.util
+    import subprocess
+    import sys
+
+    import torch
+    from transformers import LlamaForCausalLM
+
+    path = EXAMPLES.parents[1] / "scripts" / "bench_gpu.py"
+    spec = importlib.util.spec_from_file_location("bench_gpu", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with torch.device("meta"):  # the shape only: no memory, no download
+        model = LlamaForCausalLM(mod.llama3_8b_config())
+    assert sum(p.numel() for p in model.parameters()) == pytest.approx(8.03e9, rel=0.005)
+    if not torch.cuda.is_available():
+        assert mod.bench() == []
+        out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True)
+        assert out.returncode == 0 and out.stdout.strip() == "no GPU: skipped"
+
+
+def test_calibrate_measures_a_rate(capsys, tmp_path):
+    assert main(["plan", str(_config(tmp_path)), "--calibrate"]) == 0
+    out = capsys.readouterr().out
+    assert "TFLOP/s measured" in out and not (tmp_path / "s.zarr").exists()
+    rp = plan_mod.calibrate(plan_mod.make_plan(load_config(_config(tmp_path))))
+    (m,) = rp.models
+    assert rp.calibrated and rp.throughput > 0
+    # the measured throughput and the model's time obey the same FLOP formula
+    assert m.seconds == pytest.approx(
+        plan_mod.flop_seconds(m.params, m.tokens, m.passes, rp.throughput)
+    )
