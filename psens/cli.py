@@ -78,7 +78,7 @@ def _dispatch(args) -> int:
     if args.command == "plan" or (args.command == "run" and args.plan):
         from psens.plan import calibrate, format_plan, make_plan
 
-        rp = make_plan(load_config(args.config), offline=args.offline)
+        rp = make_plan(RunConfig.from_any(args.config), offline=args.offline)
         if getattr(args, "calibrate", False):
             rp = calibrate(rp)
         print(format_plan(rp))
