@@ -118,15 +118,22 @@ def test_bench_gpu_on_cpu_and_the_llama3_8b_shape():
     import sys
 
     import torch
-    from transformers import LlamaForCausalLM
 
     path = EXAMPLES.parents[1] / "scripts" / "bench_gpu.py"
     spec = importlib.util.spec_from_file_location("bench_gpu", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    with torch.device("meta"):  # the shape only: no memory, no download
-        model = LlamaForCausalLM(mod.llama3_8b_config())
-    assert sum(p.numel() for p in model.parameters()) == pytest.approx(8.03e9, rel=0.005)
+    # the shape only (meta tensors: no memory, no download), in its own process: a meta
+    # model built here leaves later model loads of this process on the meta device
+    code = (
+        "import importlib.util, torch; from transformers import LlamaForCausalLM;"
+        f"s = importlib.util.spec_from_file_location('b', {str(path)!r});"
+        "m = importlib.util.module_from_spec(s); s.loader.exec_module(m);"
+        "torch.set_default_device('meta');"
+        "print(sum(p.numel() for p in LlamaForCausalLM(m.llama3_8b_config()).parameters()))"
+    )
+    shape = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert int(shape.stdout.strip()) == pytest.approx(8.03e9, rel=0.005), shape.stderr[-500:]
     if not torch.cuda.is_available():
         assert mod.bench() == []
         out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True)
