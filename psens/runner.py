@@ -74,6 +74,16 @@ PREDICT_SECONDS, LOAD_SECONDS = 0.4, 10.0
 # ----------------------------------------------------------------------------- inputs
 
 
+def _pick_ids(records: Sequence, ids: Sequence[str], source: Any, fix: str) -> list:
+    """The records (items or perturbation entries, each with an ``id``) named by ``ids``, in
+    that order; ids that ``source`` does not hold are refused before anything runs."""
+    by_id = {r.id: r for r in records}
+    missing = [s for s in ids if s not in by_id]
+    if missing:
+        fail("psens config", f"sample ids not in {source}: {missing[:5]}", fix)
+    return [by_id[s] for s in ids]
+
+
 def select_items(cfg: RunConfig) -> list:
     """The items of a run: a seeded choice of ``samples`` items (kept in dataset order),
     or the listed ids."""
@@ -91,15 +101,8 @@ def select_items(cfg: RunConfig) -> list:
         keep = np.sort(rng.choice(len(items), size=cfg.samples, replace=False))
         chosen = [items[int(k)] for k in keep]
     else:
-        by_id = {it.id: it for it in items}
-        missing = [s for s in cfg.samples if s not in by_id]
-        if missing:
-            fail(
-                "psens config",
-                f"sample ids not in {cfg.dataset}: {missing[:5]}",
-                "List ids that exist (see psens.datasets.load(...)[k].id)",
-            )
-        chosen = [by_id[s] for s in cfg.samples]
+        fix = "List ids that exist (see psens.datasets.load(...)[k].id)"
+        chosen = _pick_ids(items, cfg.samples, cfg.dataset, fix)
     return chosen
 
 
@@ -134,15 +137,9 @@ def _perturbed_items(cfg: RunConfig) -> tuple[list, list[dict]]:
     if isinstance(cfg.samples, int):
         entries = entries[: cfg.samples]
     else:
-        by_id = {e.id: e for e in entries}
-        missing = [s for s in cfg.samples if s not in by_id]
-        if missing:
-            fail(
-                "psens config",
-                f"sample ids not in {cfg.perturbations}: {missing[:5]}",
-                "List ids of the perturbation file",
-            )
-        entries = [by_id[s] for s in cfg.samples]
+        entries = _pick_ids(
+            entries, cfg.samples, cfg.perturbations, "List ids of the perturbation file"
+        )
     by_id = {it.id: it for it in datasets.load(cfg.dataset, cfg.split, path=cfg.dataset_path)}
     missing = [e.id for e in entries if e.id not in by_id]
     if missing:
