@@ -118,6 +118,19 @@ else:
 result
 
 # %% [markdown]
+# ## Is it the model or the prompt?
+#
+# The paper asks every model with raw prompts ending in "Answer:" (fig. 15), instruct models included. An instruct model flagged "majority answer X on N %" may answer one letter because it is asked outside the chat format it was tuned on. The cell below asks the run's first items again (0-shot, template ips1), once as the raw prompt and once through the model's chat template (`psens.models.chat.chat_comparison`), and shows each answer distribution: if the one-letter answering stays with the chat template, it is the model; if it goes, it is the prompt format. It loads the model (SmolLM2-135M-Instruct on the shipped run: a few seconds on a CPU); on a synthetic run it says there is no model to ask.
+
+# %%
+message, asked, asked_chart = pw.chat_check(ds, head)
+print(message)
+asked_chart
+
+# %%
+asked
+
+# %% [markdown]
 # ## Drill down
 #
 # Pick models on the ranking above (click; shift-click adds): the class shares below follow (`pw.link_models`).

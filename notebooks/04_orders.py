@@ -78,7 +78,7 @@ pw.OrderIPS(ds, layout="by_order")
 # %% [markdown]
 # ## What the factors change (fig. 10)
 #
-# $\Delta IPS_{order} = (IPS^A_{order} - IPS^B_{order}) / IPS^B_{order}$ with A the models with the factor and B without. Negative: the factor lowers sensitivity. The paper averages over matched pairs (a base model and its instruct version of the same series and size; every dense and MoE model of one family; each model at k and at 0 shots). Each comparison below runs only when the run has a matched pair (`psens.ips.factors.matched_pairs`, the rule notebook 05 uses: instruct and base of one family and size, dense and MoE of one family); otherwise it says what is missing and gives no verdict — two unrelated models differ in far more than the factor.
+# $\Delta IPS_{order} = (IPS^A_{order} - IPS^B_{order}) / IPS^B_{order}$ with A the models with the factor and B without. Negative: the factor lowers sensitivity. The paper averages over matched pairs (a base model and its instruct version of the same series and size; every dense and MoE model of one family; each model at k and at 0 shots). Each comparison below runs only when the run has a matched pair (`psens.ips.factors.matched_pairs`, the rule notebook 05 uses: instruct and base of one family and size, dense and MoE of one family); otherwise it says what is missing and gives no verdict — two unrelated models differ in far more than the factor. Models not above their noise floor are left out of every verdict (`pw.findings_run`): their factor effects are numerical noise.
 
 # %%
 FACTORS = {
@@ -88,13 +88,15 @@ FACTORS = {
     "dense vs MoE": dict(need=dict(models=2, archs=("dense", "moe")), by="arch", match="family"),
     "few-shot vs 0-shot": dict(need=dict(shots=True), by="shot", match="none"),
 }
+fds, note = pw.findings_run(ds, head)  # models above their noise floor: the verdicts use these
+print(note or "every model is above its noise floor: all enter the factor verdicts")
 compare = {}
 for label, spec in FACTORS.items():
-    why = pw.lacks(ds, f"the {label} comparison", **spec["need"])
+    why = pw.lacks(fds, f"the {label} comparison", **spec["need"])
     if why:
         print(why)
         continue
-    w = pw.FactorCompare(ds, by=spec["by"], match=spec["match"])
+    w = pw.FactorCompare(fds, by=spec["by"], match=spec["match"])
     if w.refusal():  # no matched pair: the same refusal as notebook 05, no verdict
         print(f"{label}: not on this run — {w.refusal()}")
         continue
@@ -127,8 +129,8 @@ if rows:
     for label, d in rows.items():
         low, mid, high = (float(d[o]) for o in ("low", "mid", "high"))
         text = f"{label}: ΔIPS low {low:+.1%}, mid {mid:+.1%}, high {high:+.1%}"
-        print(pw.verdict(text, low < 0 and low <= mid and low <= high, ds))
-    table = pw.show(pd.DataFrame(rows).T, ds)
+        print(pw.verdict(text, low < 0 and low <= mid and low <= high, fds))
+    table = pw.show(pd.DataFrame(rows).T, fds)
 else:
     table = "no factor comparison on this run"
 table

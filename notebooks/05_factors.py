@@ -75,6 +75,13 @@ head = ds.psens.headline()
 print("\n".join(headline_lines(head)))
 
 # %% [markdown]
+# Every factor verdict below is drawn from the models above their noise floor (`pw.findings_run`): a model that is not has no findings, so it is left out — and a comparison that needed it says what is missing.
+
+# %%
+fds, note = pw.findings_run(ds, head)
+print(note or "every model is above its noise floor: all enter the factor verdicts")
+
+# %% [markdown]
 # ## Model metadata
 #
 # Comparisons pick their models by metadata (family, series, kind, architecture, size), joined from `data/models.csv` with `F.attach_metadata`. `F.select_models` slices a run by any of them.
@@ -93,7 +100,7 @@ tuned, small_dense
 # Pairs are the paper's (appendix E.2) whose two models are in the run, else an instruct/chat model and the base model of the same family, series and size. `pairs` has one row per pair and order band: the two IPS, `diff`, the relative change `rel_change` = (IPS_A − IPS_B)/IPS_B with A = instruct, B = base, their CIs and the paired `p_value`.
 
 # %%
-r1 = attempt("instruct vs base", lambda: F.instruct_vs_base(ds, n_boot=N_BOOT, n_perm=N_PERM))
+r1 = attempt("instruct vs base", lambda: F.instruct_vs_base(fds, n_boot=N_BOOT, n_perm=N_PERM))
 if r1 is not None:
     rows = r1.pairs[r1.pairs.order == "all"]
     lower = int((rows["diff"] < 0).sum())
@@ -102,10 +109,10 @@ if r1 is not None:
             "that almost every instruct/chat model is less sensitive than its base model (fig. 5)",
             f"{lower} of {len(rows)} instruct/chat models have a lower IPS than their base model",
             lower > len(rows) / 2,
-            ds,
+            fds,
         )
     )
-pw.show(rows, ds) if r1 is not None else None
+pw.show(rows, fds) if r1 is not None else None
 
 # %%
 r1.chart() if r1 is not None else None
@@ -117,11 +124,11 @@ r1.chart() if r1 is not None else None
 
 # %%
 rep = None
-why = pw.lacks(ds, "appendix H", hidden=True)
+why = pw.lacks(fds, "appendix H", hidden=True)
 if why:
     print(why)
 elif r1 is not None:
-    rep = F.representation_table(ds, n_boot=N_BOOT, n_perm=N_PERM)
+    rep = F.representation_table(fds, n_boot=N_BOOT, n_perm=N_PERM)
     says = rep[["cosine_says_tuned_stabler", "l2_says_tuned_stabler", "ips_says_tuned_stabler"]]
     disagree = int((says.nunique(axis=1) > 1).sum())
     print(
@@ -130,10 +137,10 @@ elif r1 is not None:
             "on which model is stabler (e.g. Llama-2-13B; table 6)",
             f"the three metrics disagree on {disagree} of {len(rep)} pairs",
             disagree > 0,
-            ds,
+            fds,
         )
     )
-pw.show(rep, ds) if rep is not None else None
+pw.show(rep, fds) if rep is not None else None
 
 # %%
 plots.representation_chart(rep) if rep is not None else None
@@ -144,7 +151,7 @@ plots.representation_chart(rep) if rep is not None else None
 # Series of one family and training kind by size. ΔIPS does not suit a continuous factor (§4.3), so the summary gives the rank correlation of IPS with size (`spearman_rho`, negative = larger is more stable) and each step's change. In the chart, lighter bars are smaller models.
 
 # %%
-r2 = attempt("scale", lambda: F.scale_series(ds, n_boot=N_BOOT, n_perm=N_PERM))
+r2 = attempt("scale", lambda: F.scale_series(fds, n_boot=N_BOOT, n_perm=N_PERM))
 if r2 is not None:
     s2 = r2.summary[r2.summary.order == "all"]
     down = int((s2["spearman_rho"] < 0).sum())
@@ -153,10 +160,10 @@ if r2 is not None:
             "that larger models are less sensitive within a series (fig. 6)",
             f"IPS falls with size (Spearman ρ < 0) in {down} of {len(s2)} series",
             down > len(s2) / 2,
-            ds,
+            fds,
         )
     )
-pw.show(s2, ds) if r2 is not None else None
+pw.show(s2, fds) if r2 is not None else None
 
 # %%
 r2.chart() if r2 is not None else None
@@ -167,7 +174,7 @@ r2.chart() if r2 is not None else None
 # All (dense, MoE) pairs within a family; a family's ΔIPS is the mean over its pairs, as in the paper (A = dense, B = MoE: negative = dense is stabler).
 
 # %%
-r3 = attempt("dense vs MoE", lambda: F.dense_vs_moe(ds, n_boot=N_BOOT, n_perm=N_PERM))
+r3 = attempt("dense vs MoE", lambda: F.dense_vs_moe(fds, n_boot=N_BOOT, n_perm=N_PERM))
 if r3 is not None:
     s3 = r3.summary[(r3.summary.order == "all") & (r3.summary.group != "all")]
     stabler = int((s3["rel_change"] < 0).sum())
@@ -177,10 +184,10 @@ if r3 is not None:
             "models of its family, Mistral being the exception (fig. 7, appendix I)",
             f"dense models are stabler in {stabler} of {len(s3)} families",
             stabler == len(s3),
-            ds,
+            fds,
         )
     )
-pw.show(r3.summary[r3.summary.order == "all"], ds) if r3 is not None else None
+pw.show(r3.summary[r3.summary.order == "all"], fds) if r3 is not None else None
 
 # %%
 r3.chart() if r3 is not None else None
@@ -189,7 +196,7 @@ r3.chart() if r3 is not None else None
 # Table 7 controls for activated parameters: pairs of a dense and a MoE model with similar activated size and the same training kind. The paper (ARC): Qwen1.5-MoE-A2.7B-chat 1.665 vs Qwen2.5-3B-instruct 1.606; OLMoE-7B 1.714 vs OLMo-1B 1.632; Qwen3-30B-A3B 1.642 vs Qwen3-4B 1.568; Qwen3-30B-A3B-instruct 1.580 vs Qwen3-4B-instruct 1.483 — MoE always more sensitive.
 
 # %%
-r3b = attempt("table 7", lambda: F.matched_active(ds, n_boot=N_BOOT, n_perm=N_PERM))
+r3b = attempt("table 7", lambda: F.matched_active(fds, n_boot=N_BOOT, n_perm=N_PERM))
 if r3b is not None:
     p3 = r3b.pairs[r3b.pairs.order == "all"]
     moe_more = int((p3["diff"] < 0).sum())  # diff = dense − MoE
@@ -198,10 +205,10 @@ if r3b is not None:
             "that at a similar activated size the MoE model is always the more sensitive (table 7)",
             f"the MoE model is more sensitive in {moe_more} of {len(p3)} pairs",
             moe_more == len(p3) if len(p3) else None,
-            ds,
+            fds,
         )
     )
-pw.show(p3, ds) if r3b is not None else None
+pw.show(p3, fds) if r3b is not None else None
 
 # %% [markdown]
 # ## Factor 4 · 0-shot vs few-shot (fig. 8)
@@ -210,11 +217,11 @@ pw.show(p3, ds) if r3b is not None else None
 
 # %%
 r4 = None
-why = pw.lacks(ds, "the few-shot comparison", shots=True)
+why = pw.lacks(fds, "the few-shot comparison", shots=True)
 if why:
     print(why)
 else:
-    r4 = attempt("few-shot", lambda: F.few_shot(ds, n_boot=N_BOOT, n_perm=N_PERM))
+    r4 = attempt("few-shot", lambda: F.few_shot(fds, n_boot=N_BOOT, n_perm=N_PERM))
 if r4 is not None:
     s4 = r4.summary[r4.summary.order == "all"].set_index("group")["rel_change"]
     ks = sorted(int(g.split("-")[0]) for g in s4.index)
@@ -225,10 +232,10 @@ if r4 is not None:
             "that few-shot prompts lower IPS, most from 0 to 1 shot (fig. 8)",
             ", ".join(f"{g}: ΔIPS {v:+.1%}" for g, v in s4.items()) + " against 0 shots",
             holds,
-            ds,
+            fds,
         )
     )
-pw.show(r4.summary[r4.summary.order == "all"], ds) if r4 is not None else None
+pw.show(r4.summary[r4.summary.order == "all"], fds) if r4 is not None else None
 
 # %%
 r4.chart() if r4 is not None else None
@@ -239,8 +246,8 @@ r4.chart() if r4 is not None else None
 # The same factors restricted to low- (|S| ≤ n/3), mid- and high-order interactions. Each chart compares two groups of models: on the left their IPS, on the right ΔIPS = (IPS_A − IPS_B)/IPS_B averaged over matched pairs (an instruct/chat model and the base model of the same series and size; every dense and MoE model of one family; each model at k shots and at 0 shots). Bars below zero mean the factor lowers the sensitivity of that band; whiskers are bootstrap 95 % CIs over samples. Only the factors with a matched pair in this run are shown. Notebook 04 has the same figure as a widget (`FactorCompare`).
 
 # %%
-per_sample = tables.per_sample_ips(ds)
-meta = tables.model_meta(ds)
+per_sample = tables.per_sample_ips(fds)
+meta = tables.model_meta(fds)
 fig10 = {}
 if r1 is not None:
     fig10["instruct/chat vs base"] = dict(
@@ -249,7 +256,7 @@ if r1 is not None:
 if r3 is not None:
     fig10["dense vs MoE"] = dict(by="arch", a=["dense"], b=["moe"], match="family")
 if r4 is not None:
-    shots = [int(k) for k in ds["shot"].values]
+    shots = [int(k) for k in fds["shot"].values]
     fig10["few-shot vs 0-shot"] = dict(by="shot", a=[k for k in shots if k > 0], b=[0])
 fig10 = {
     label: tables.factor_table(per_sample, meta, **kwargs, n_boot=N_BOOT)
@@ -264,7 +271,7 @@ if fig10:
         d = d.set_index("order")["rel_change"]
         low, mid, high = (float(d[o]) for o in ("low", "mid", "high"))
         text = f"{label}: ΔIPS low {low:+.1%}, mid {mid:+.1%}, high {high:+.1%}"
-        print(pw.verdict(text, low < 0 and low <= mid and low <= high, ds))
+        print(pw.verdict(text, low < 0 and low <= mid and low <= high, fds))
 else:
     print("this run has no matched pair for any factor; fig. 10 needs at least one")
 
@@ -274,13 +281,13 @@ alt.vconcat(*charts) if charts else None
 
 # %%
 by_order = {label: d.set_index("order") for label, (_, d) in fig10.items()}
-pw.show(pd.concat(by_order, names=["factor"]), ds) if by_order else None
+pw.show(pd.concat(by_order, names=["factor"]), fds) if by_order else None
 
 # %% [markdown]
 # The paired version for the paper's own pairings, with the permutation test: every comparison above has one `summary` row per group and order band.
 
 # %%
-pw.show(r1.summary[r1.summary.order != "all"], ds) if r1 is not None else None
+pw.show(r1.summary[r1.summary.order != "all"], fds) if r1 is not None else None
 
 # %% [markdown]
 # ## Any comparison you like
@@ -293,7 +300,7 @@ tuned = models_where(kind="tuned", arch="dense")
 pairs = [(t, b, "tuned vs base") for t in tuned for b in base]
 mine = None
 if pairs:
-    mine = F.compare_models(ds, pairs, n_boot=N_BOOT, n_perm=N_PERM)
+    mine = F.compare_models(ds, pairs, n_boot=N_BOOT, n_perm=N_PERM)  # no verdict: all models
 else:
     print(pw.lacks(ds, "a tuned vs base comparison", kinds=("base", "tuned")))
 pw.show(mine.summary, ds) if mine is not None else None
@@ -304,23 +311,23 @@ pw.show(mine.summary, ds) if mine is not None else None
 # Output consistency = share of samples whose prediction is the same under all templates. The paper finds IPS negatively correlated with it across models; a correlation needs at least three models.
 
 # %%
-cons = F.ips_vs_consistency(ds, n_boot=N_BOOT)
-why = pw.lacks(ds, "a correlation across models", models=3, instead="showing the table only")
+cons = F.ips_vs_consistency(ds, n_boot=N_BOOT)  # the table: every model
+why = pw.lacks(fds, "a correlation across models", models=3, instead="showing the table only")
 if why:
     print(why)
     out = pw.show(cons[["model", "ips", "consistency"]], ds)
-else:
-    corr = F.consistency_correlation(cons)
+else:  # the correlation: the models above their noise floor
+    corr = F.consistency_correlation(cons[cons["model"].isin(fds["model"].values)])
     r = float(corr.set_index("metric").loc["pearson", "statistic"])
     print(
         pw.paper_vs_run(
             "a negative correlation between IPS and output consistency across models (fig. 4b)",
             f"Pearson r = {r:.3f} over {len(cons)} models",
             r < 0,
-            ds,
+            fds,
         )
     )
-    out = pw.show(corr, ds)
+    out = pw.show(corr, fds)
 out
 
 # %%

@@ -179,6 +179,10 @@ class RunConfig:
         from psens.interactions import SolverSettings
 
         self._check_types()
+        if self.dataset_path is None:  # a local copy may hold other splits
+            from psens.datasets import check_split
+
+            check_split(self.dataset, self.split, WHERE)
         names = self.model_names  # every entry checked and resolved (ModelSpec.from_entry)
         if len(set(names)) != len(names):
             fail(WHERE, "'models' lists a model twice", "Remove the duplicate")

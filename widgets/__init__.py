@@ -26,7 +26,9 @@ from .factor_compare import FactorCompare
 from .format_space import FormatSpace
 from .notebook import (
     SHIPPED_RUN,
+    chat_check,
     describe,
+    findings_run,
     label_synthetic,
     lacks,
     load_run,
@@ -59,8 +61,10 @@ __all__ = [
     "Sparsity",
     # helpers
     "charts",
+    "chat_check",
     "describe",
     "enable_offline",
+    "findings_run",
     "label_synthetic",
     "lacks",
     "link_models",

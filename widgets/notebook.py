@@ -27,7 +27,9 @@ from psens._validation import fail
 __all__ = [
     "SHIPPED_RUN",
     "SIZES",
+    "chat_check",
     "describe",
+    "findings_run",
     "label_synthetic",
     "lacks",
     "load_run",
@@ -252,10 +254,62 @@ def lacks(
     return text + (f" — {instead}" if instead else "")
 
 
+#: attr of a run whose models are all below their noise floor (:func:`findings_run`)
+NOT_FINDINGS = "psens_not_findings"
+
+
+def findings_run(ds, head=None) -> tuple[Any, str]:
+    """The run a factor verdict may use, and a note saying what was left out.
+
+    A model whose IPS is not above its noise floor (:func:`psens.ips.headline.above_floor`)
+    has no findings: its factor effects (few-shot, instruction tuning, scale, MoE) are
+    numerical noise. Such models are left out of the returned run, so every verdict drawn
+    from it (and every matched-pair check, :func:`psens.ips.factors.matched_pairs`) is made
+    without them. When no model is above its floor the run is returned whole, marked so
+    that :func:`verdict` says "this run cannot test the claim" for each factor.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run.
+    head : pandas.DataFrame, optional
+        Its :func:`psens.ips.headline.headline` (computed when not given).
+
+    Returns
+    -------
+    (xarray.Dataset, str)
+        The run for verdicts, and the note (``""`` when every model is above its floor).
+    """
+    from psens.ips.headline import NOT_ABOVE_FLOOR, above_floor
+
+    ok = above_floor(ds.psens.headline() if head is None else head)
+    names = [str(m) for m in ds["model"].values]
+    clean = [m for m in names if ok.get(m, True)]
+    noisy = [m for m in names if m not in clean]
+    if not noisy:
+        return ds, ""
+    if clean:
+        note = (
+            f"{', '.join(noisy)}: {NOT_ABOVE_FLOOR} — left out of every factor verdict below "
+            f"(its factor effects are numerical noise on this run, not findings); the "
+            f"verdicts use {', '.join(clean)}"
+        )
+        return ds.sel(model=clean), note
+    note = (
+        f"no model of this run is above its noise floor ({', '.join(noisy)}): the factor "
+        "effects below are shown, but none is a finding"
+    )
+    out = ds.copy()
+    out.attrs[NOT_FINDINGS] = note
+    return out, note
+
+
 def verdict(run: str, holds: bool | None, ds=None) -> str:
     """``"This run: <run> — the paper's claim holds here."`` (``holds`` True), "does not
     hold here" (False) or "this run cannot test the claim" (None); "This synthetic run"
     when ``ds`` is synthetic."""
+    if ds is not None and getattr(ds, "attrs", {}).get(NOT_FINDINGS):
+        holds = None  # no model of the run is above its noise floor
     outcome = {
         True: "the paper's claim holds here",
         False: "the paper's claim does not hold here",
@@ -280,6 +334,77 @@ def order_verdicts(head, ds=None) -> list[str]:
         else:
             out.append(verdict(f"{model}: {bands}", r["low"] < r["mid"] < r["high"], ds))
     return out
+
+
+def chat_check(ds, head, *, templates=("ips1",), limit: int = 8) -> tuple[str, Any, Any]:
+    """Is it the model or the prompt? For each instruct model of a real run whose headline
+    flags "majority answer X on N %", ask the run's first ``limit`` items (0-shot, under
+    ``templates``) as raw prompts — as the IPS paper formats them — and through the model's
+    chat template (:func:`psens.models.chat.chat_comparison`).
+
+    Returns ``(message, table, chart)``: the message says what was asked and what changed
+    (or why nothing was asked: a synthetic run, no flagged instruct model, a model that
+    does not load offline); ``table`` has one row per item and way of asking (the answer
+    and the option probabilities), ``chart`` the answer shares; both None when nothing
+    was asked.
+    """
+    from psens.models import chat
+
+    if is_synthetic(ds):
+        return "a synthetic run: no model to ask (the shipped run asks SmolLM2)", None, None
+    rows = head[(head["order"] == "all") & head["kind"].isin(sorted(TUNED))]
+    flagged = [
+        (str(r.model), float(r.majority_share))
+        for r in rows.itertuples()
+        if "majority answer" in str(r.caveats)
+    ]
+    if not flagged:
+        return "no instruct model of this run answers one letter on most items", None, None
+    model, share = flagged[0]
+    try:
+        import psens
+        from psens.config import RunConfig
+        from psens.runner import select_items
+        from psens.settings import run_config
+
+        config = run_config(ds)
+        ids = {str(i) for i in ds["sample"].values}
+        items = [it for it in select_items(RunConfig.from_any(config)) if str(it.id) in ids]
+        scorer = psens.models.load(model)
+        res = chat.chat_comparison(scorer, items[:limit], templates)
+    except (ValueError, OSError, ImportError) as exc:
+        return f"{model}: not asked again here — {exc}", None, None
+    summary = chat.majority(res)
+    raw, chatted = (summary.loc[a] for a in chat.ASKED)
+    from psens.ips.headline import MAJORITY_SHARE
+
+    def pct(x: float) -> str:
+        return f"{100 * x:.0f} %"
+
+    stays = chatted.majority_share > MAJORITY_SHARE
+    message = (
+        f"{model} (majority answer on {pct(share)} of this run's 0-shot answers), asked again on "
+        f"{res.sizes['sample']} items × {', '.join(templates)}: as a raw prompt majority "
+        f"{raw.majority_answer} on {pct(raw.majority_share)}, accuracy {raw.accuracy:.2f}; "
+        f"through its chat template majority {chatted.majority_answer} on "
+        f"{pct(chatted.majority_share)}, accuracy {chatted.accuracy:.2f} — "
+        + (
+            "the one-letter answering stays with the chat template: it is the model, not the "
+            "prompt format."
+            if stays
+            else "the chat template breaks the one-letter answering: it is the prompt format "
+            "(the IPS paper's raw prompts), not the model alone."
+        )
+    )
+    frame = res["option_prob"].to_dataframe().reset_index()
+    table = frame.pivot_table(
+        index=["sample", "asked"], columns="option", values="option_prob", sort=False
+    )
+    picks = res["choice"].to_dataframe().reset_index().set_index(["sample", "asked"])
+    table.insert(0, "answer", picks["choice"])
+    truth = res["answer"].to_series()
+    table.insert(0, "correct answer", truth.reindex(table.index.get_level_values("sample")).values)
+    return message, table.round(3), chat.chart(res)
 
 
 def paper_vs_run(paper: str, run: str, holds: bool | None, ds=None) -> str:

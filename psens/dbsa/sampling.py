@@ -230,11 +230,14 @@ def hf_sampler(
 
     def _encode(prompt: str) -> Any:
         if use_chat:
+            from ..models.generation import chat_text
+
             msgs = [{"role": "user", "content": prompt}]
             if system_prompt:
                 msgs.insert(0, {"role": "system", "content": system_prompt})
-            text = tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-            return tokenizer(text, return_tensors="pt", add_special_tokens=False)
+            return tokenizer(
+                chat_text(tokenizer, msgs), return_tensors="pt", add_special_tokens=False
+            )
         return tokenizer(prompt, return_tensors="pt")
 
     def sample(

@@ -34,7 +34,6 @@ References
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -43,10 +42,18 @@ import pandas as pd
 
 from psens._charts import is_synthetic, mark_synthetic
 from psens.ips.metric import ORDER_LEVELS, block_status
-from psens.settings import run_settings
+from psens.settings import run_config, run_settings
 from psens.store import DONE
 
-__all__ = ["MAJORITY_SHARE", "NOT_ABOVE_FLOOR", "chance_level", "headline", "headline_lines"]
+__all__ = [
+    "MAJORITY_SHARE",
+    "NOT_ABOVE_FLOOR",
+    "above_floor",
+    "chance_level",
+    "headline",
+    "headline_lines",
+    "majority_answer",
+]
 
 #: A model whose most frequent answer exceeds this share of its predictions is flagged.
 MAJORITY_SHARE = 0.8
@@ -72,20 +79,13 @@ def chance_level(ds, shot: int | None = None) -> float:
     return float(np.mean(1.0 / ks[ks > 0])) if (ks > 0).any() else float("nan")
 
 
-def _run_config(ds) -> dict:
-    try:
-        return json.loads(str(ds.attrs.get("config", "") or "{}"))
-    except ValueError:
-        return {}
-
-
 def _scalar_shot(ds) -> int | None:
     shot = ds.coords.get("shot")
     return int(shot.values) if shot is not None and shot.ndim == 0 else None
 
 
 def _pools(ds, shot: Any) -> dict:
-    cfg = _run_config(ds)
+    cfg = run_config(ds)
     n_t = int(ds.sizes.get("template", 0))
     done = block_status(ds)
     return {
@@ -107,6 +107,37 @@ def _pools_text(p: dict) -> str:
     return ", ".join(parts)
 
 
+def majority_answer(answers) -> tuple[str, float, int]:
+    """The most frequent of ``answers`` (``""``, None and NaN are no answer), its share of
+    the answers given, and how many were given: ``("", nan, 0)`` when none.
+
+    Examples
+    --------
+    >>> majority_answer(["A", "A", "B", "", None, "A"])
+    ('A', 0.75, 4)
+    """
+    flat = np.ravel(np.asarray(answers, dtype=object))
+    answers = np.asarray(["" if a is None or a != a else str(a).strip() for a in flat], object)
+    answers = answers[answers != ""]
+    if not answers.size:
+        return "", float("nan"), 0
+    values, counts = np.unique(answers.astype(str), return_counts=True)
+    top = int(np.argmax(counts))
+    return str(values[top]), float(counts[top] / counts.sum()), int(counts.sum())
+
+
+def above_floor(head: pd.DataFrame) -> dict[str, bool]:
+    """Per model of a :func:`headline`: is its IPS (all orders) above its noise floor?
+
+    A model that is not has no findings — neither its template effect nor its factor
+    effects (few-shot, instruction tuning, scale) are told apart from numerical noise — so
+    the notebooks and widgets leave it out of every verdict.
+    """
+    rows = head[head["order"] == "all"]
+    pairs = zip(rows["model"], rows["caveats"], strict=True)
+    return {str(m): NOT_ABOVE_FLOOR not in str(c) for m, c in pairs}
+
+
 def _answers(ds, shot: Any) -> pd.DataFrame:
     """Accuracy, majority answer and its share per model, over done blocks at ``shot``."""
     from psens.ips.tables import at_shot
@@ -123,10 +154,7 @@ def _answers(ds, shot: Any) -> pd.DataFrame:
     rows = []
     for m, name in enumerate(ds["model"].values):
         keep = np.ones(text.shape[1], bool) if status is None else status[m] == DONE
-        answers = text[m, keep].ravel()
-        answers = answers[answers != ""]
-        values, counts = np.unique(answers.astype(str), return_counts=True)
-        top = int(np.argmax(counts)) if counts.size else -1
+        answer, share, given = majority_answer(text[m, keep])
         acc = np.nan
         if correct is not None and keep.any():
             c = correct[m, keep]
@@ -135,9 +163,9 @@ def _answers(ds, shot: Any) -> pd.DataFrame:
             {
                 "model": str(name),
                 "accuracy": acc,
-                "majority_answer": str(values[top]) if top >= 0 else "",
-                "majority_share": float(counts[top] / counts.sum()) if top >= 0 else np.nan,
-                "n_answers": int(counts.sum()),
+                "majority_answer": answer,
+                "majority_share": share,
+                "n_answers": given,
             }
         )
     return pd.DataFrame(rows)

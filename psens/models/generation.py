@@ -55,7 +55,27 @@ import numpy as np
 
 from psens._validation import check_positive_int, fail
 
-__all__ = ["LocalGenerator", "generate"]
+__all__ = ["LocalGenerator", "chat_text", "generate"]
+
+
+def chat_text(tokenizer, messages: Sequence[Mapping[str, str]]) -> str:
+    """The text fed to a model for one conversation: the tokenizer's chat template with the
+    generation prompt (the assistant turn opened), or the messages' ``content`` lines when
+    the tokenizer has no template. Encode it with ``add_special_tokens=False`` when the
+    tokenizer has a template (the template holds its special tokens).
+
+    Examples
+    --------
+    >>> class Plain:  # a tokenizer without a chat template
+    ...     chat_template = None
+    >>> chat_text(Plain(), [{"role": "user", "content": "Hi"}])
+    'Hi\\n'
+    """
+    msgs = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+    return "\n".join(m["content"] for m in msgs) + "\n"
+
 
 #: OpenAI request parameters mapped onto :meth:`LocalGenerator.generate` arguments.
 _PARAM_NAMES = {
@@ -150,14 +170,8 @@ class LocalGenerator:
         return int(pad)
 
     def render_chat(self, messages: Sequence[Mapping[str, str]]) -> str:
-        """The text fed to the model for one conversation (chat template + generation
-        prompt; plain ``content`` lines when the tokenizer has no template)."""
-        msgs = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
-        if getattr(self.tokenizer, "chat_template", None):
-            return self.tokenizer.apply_chat_template(
-                msgs, tokenize=False, add_generation_prompt=True
-            )
-        return "\n".join(m["content"] for m in msgs) + "\n"
+        """The text fed to the model for one conversation (:func:`chat_text`)."""
+        return chat_text(self.tokenizer, messages)
 
     def _texts(self, prompts: Sequence[str], chat: bool) -> list[str]:
         if not chat:

@@ -828,6 +828,23 @@ class Scorer:
             )
         return gen[0, ids.shape[1] :].cpu().numpy().astype(np.int64)
 
+    def _chat_encoded(self, enc: Encoded, item: Item, t: _prompts.Template) -> Encoded:
+        """``enc`` asked through the chat template (:meth:`predict` with ``chat=True``)."""
+        from psens.models.generation import chat_text
+
+        text = chat_text(self.tokenizer, [{"role": "user", "content": enc.text}])
+        add = not getattr(self.tokenizer, "chat_template", None)
+        ids = np.asarray(self.tokenizer(text, add_special_tokens=add)["input_ids"])
+        option_ids: dict[str, int] = {}
+        if t.kind == "mcq":
+            shown = _prompts.option_labels(item, t)
+            option_ids = {
+                label: follow_id(self.tokenizer, ids, text, shown[label])
+                for label, _ in item.options
+            }
+        target = option_ids.get(item.answer, -1)
+        return Encoded(ids, [], target, option_ids, text, [], enc.template)
+
     def predict(
         self,
         item: Item,
@@ -837,6 +854,7 @@ class Scorer:
         max_new_tokens: int = 8,
         generate: bool = True,
         reuse_prefix: bool = False,
+        chat: bool = False,
     ) -> Prediction:
         """Greedy prediction on the unmasked prompt (appendix E.3).
 
@@ -850,13 +868,22 @@ class Scorer:
         item's tokens only: the same numbers up to float rounding, several times faster
         for long few-shot prompts. It is used when the prompt's tokens start with the
         prefix's own tokens (else the whole prompt is run).
+
+        ``chat=True`` asks as an instruct model is used in chat: the rendered prompt is the
+        user turn of the tokenizer's chat template with the assistant turn opened
+        (:func:`psens.models.generation.chat_text`), and each option's answer token is the
+        first token of its label as the assistant's reply begins (no answer prefix). The IPS
+        paper scores raw prompts (the default); this shows whether an instruct model's
+        answers depend on being asked without its chat template.
         """
         import torch
 
         enc = self.encode(item, template, shots=shots, variables=())  # no masking here
         t = _prompts.get_template(template)
+        if chat:
+            enc = self._chat_encoded(enc, item, t)
         with torch.inference_mode():
-            if reuse_prefix and shots:
+            if reuse_prefix and shots and not chat:
                 out = self._forward_after_prefix(enc, _prompts.render(item, t))
             else:
                 out = self._forward(enc.ids[None, :], None, keep=1, hidden=True)

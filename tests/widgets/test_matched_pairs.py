@@ -22,7 +22,7 @@ def _notebook_04_factors(ds) -> dict:
     text = (ROOT / "notebooks" / "04_orders.py").read_text()
     cell = re.search(r"^FACTORS = \{.*?^print\(\"comparisons this run supports", text, re.S | re.M)
     assert cell, "notebook 04 has no FACTORS cell"
-    scope = {"pw": pw, "ds": ds}
+    scope = {"pw": pw, "ds": ds, "head": ds.psens.headline(n_boot=200)}
     exec(cell.group(0) + ': ", list(compare))', scope)
     return scope["compare"]
 
@@ -51,7 +51,9 @@ def test_notebook_04_gives_no_instruct_verdict_on_the_shipped_run(arc, capsys):
     assert "instruct vs base" not in compare
     assert "few-shot vs 0-shot" in compare  # each model with itself: a matched comparison
     out = capsys.readouterr().out
-    assert "instruct vs base: not on this run — instruct_vs_base: the run has no" in out
+    # Gemma-3-270M is below its noise floor, so it is left out and no base model remains
+    assert "gemma3-270m: not above the noise floor — left out" in out
+    assert "the instruct vs base comparison needs ≥ 2 models, base and tuned models" in out
 
 
 def test_a_matched_pair_gets_a_verdict():
@@ -72,3 +74,22 @@ def test_matched_pairs_refuses_unknown_factors_and_unmatched_scale(arc):
         F.matched_pairs(arc, "scale")
     with pytest.raises(ValueError, match="no family has both a dense and a MoE model"):
         F.matched_pairs(arc, "dense_vs_moe")
+
+
+def test_models_below_their_noise_floor_are_left_out_of_factor_verdicts(arc, capsys):
+    head = arc.psens.headline(n_boot=200)
+    fds, note = pw.findings_run(arc, head)
+    assert list(fds["model"].values) == ["smollm2-135m-instruct"]
+    assert note.startswith("gemma3-270m: not above the noise floor — left out")
+    compare = _notebook_04_factors(arc)  # notebook 04 gives its few-shot verdict without Gemma
+    assert compare["few-shot vs 0-shot"].models == ["smollm2-135m-instruct"]
+    assert "gemma3-270m: not above the noise floor" in capsys.readouterr().out
+
+
+def test_a_run_with_no_model_above_its_floor_gives_no_verdict(arc):
+    gemma = arc.sel(model=["gemma3-270m"])
+    fds, note = pw.findings_run(gemma)
+    assert "no model of this run is above its noise floor" in note
+    assert fds.sizes["model"] == 1
+    assert "this run cannot test the claim" in pw.verdict("few-shot: -10 %", True, fds)
+    assert "the paper's claim holds here" in pw.verdict("few-shot: -10 %", True, arc)
