@@ -146,3 +146,26 @@ def test_readme_headline_figures_are_the_runs(run):
         assert bands in sentence, (model, bands, sentence)
         for caveat in filter(None, r.loc["all", "caveats"].split("; ")):
             assert caveat in sentence, (model, caveat)
+
+
+def test_the_runs_readme_few_shot_figures_are_the_shipped_runs():
+    """data/runs/README.md quotes the few-shot change of the model above its noise floor
+    only; the figures are what psens.ips.factors.few_shot gives on the shipped run."""
+    import psens.ips.factors as F
+
+    ds = psens.open_run(ROOT / "data" / "runs" / "arc.nc").load()
+    s = F.few_shot(ds, models=["smollm2-135m-instruct"]).summary
+    s = s[s.order == "all"].set_index("group")
+    text = (ROOT / "data" / "runs" / "README.md").read_text().replace("\n  ", " ")
+
+    def pct(x: float) -> str:
+        return f"{100 * x:.1f}".replace("-", "−")
+
+    for k in ("1-shot", "3-shot"):
+        r = s.loc[k]
+        quoted = (
+            f"{k} {pct(r.rel_change)} % ({pct(r.rel_lo)} … {pct(r.rel_hi)} %, "
+            f"p = {r.p_value:.3f})"
+        )
+        assert quoted in text, quoted
+    assert "Gemma-3-270M is left out: it is not above its noise floor" in text

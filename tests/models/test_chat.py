@@ -75,7 +75,7 @@ def test_the_chat_path_asks_through_the_template(setup):
 
 
 def test_bad_input_is_refused(setup):
-    scorer, items = setup
+    scorer, _ = setup
     with pytest.raises(ValueError, match="no items or no templates"):
         chat.chat_comparison(scorer, [], ["ips1"])
 
