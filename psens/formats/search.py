@@ -59,7 +59,7 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +70,7 @@ from psens._validation import check_in_interval, check_positive_int, fail
 
 __all__ = [
     "SearchResult",
+    "hit_rates",
     "paired_exceed_probability",
     "paired_search",
     "posterior_extreme_probability",
@@ -417,3 +418,56 @@ def paired_search(
     return _result(
         names, answers[0], answers[1], sure[0], sure[1], calls, budget, successes, races.level
     )
+
+
+def hit_rates(
+    correct: np.ndarray,
+    *,
+    fraction: float = 0.3,
+    seeds: int = 10,
+    search: Callable[..., SearchResult] | None = None,
+) -> dict[str, Any]:
+    r"""How often a search finds the best and the worst format of a stored oracle.
+
+    The search (default :func:`paired_search`) runs with ``budget = ⌊fraction · N · k⌋``
+    calls for seeds ``0 … seeds − 1``. The truth is each format's accuracy over the whole
+    pool, ``acc_f = (1/N) Σ_i correct_{i,f}``; a seed *hits* the best (worst) when the
+    format it answers has ``acc = max_f acc_f`` (``min``) — **a format tied with the true
+    extreme counts as a hit** (``n_best_ties``/``n_worst_ties`` say how many share it).
+    ``best_regret``/``worst_regret``: the mean accuracy gap between the answer and the true
+    extreme.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> oracle = (rng.random((80, 4)) < [0.1, 0.5, 0.5, 0.9]).astype(float)
+    >>> h = hit_rates(oracle, seeds=3)
+    >>> h["best_hits"], h["worst_hits"], h["max_calls"] <= h["budget"]
+    (3, 3, True)
+    """
+    x = np.asarray(correct, dtype=float)
+    check_in_interval(fraction, "psens.formats.hit_rates", "fraction", 0.0, 1.0)
+    seeds = check_positive_int(seeds, "psens.formats.hit_rates", "seeds")
+    search = paired_search if search is None else search
+    acc = x.mean(axis=0)
+    budget = max(1, int(np.floor(fraction * x.size)))
+    res = [search(x, budget, seed=seed) for seed in range(seeds)]
+    best = np.array([acc[r.best] for r in res])
+    worst = np.array([acc[r.worst] for r in res])
+    calls = np.array([r.calls for r in res])
+    return {
+        "seeds": seeds,
+        "best_hits": int((best == acc.max()).sum()),
+        "worst_hits": int((worst == acc.min()).sum()),
+        "best_regret": float((acc.max() - best).mean()),
+        "worst_regret": float((worst - acc.min()).mean()),
+        "mean_calls": float(calls.mean()),
+        "max_calls": int(calls.max()),
+        "all_calls": int(x.size),
+        "budget": budget,
+        "budget_fraction_used": float(calls.max() / x.size),
+        "p_best": float(np.mean([r.p_best for r in res])),
+        "p_worst": float(np.mean([r.p_worst for r in res])),
+        "n_best_ties": int((acc == acc.max()).sum()),
+        "n_worst_ties": int((acc == acc.min()).sum()),
+    }
