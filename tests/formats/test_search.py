@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from psens.formats.search import (
+    SearchResult,
+    hit_rates,
     paired_exceed_probability,
     paired_search,
     posterior_extreme_probability,
@@ -195,3 +197,26 @@ def test_paired_search_stops_early_once_both_races_are_decided():
 def test_paired_search_refuses_bad_settings(kwargs, match):
     with pytest.raises(ValueError, match=match):
         paired_search(np.zeros((4, 2)), 4, **kwargs)
+
+
+def test_hit_rates_count_ties_with_the_true_extreme_as_hits():
+    # formats 0 and 1 share the best pool accuracy, 2 and 3 the worst: any of them is a hit
+    oracle = np.zeros((30, 5))
+    oracle[:, 0] = oracle[:, 1] = (np.arange(30) % 10) < 8
+    oracle[:, 4] = (np.arange(30) % 2) == 0
+    h = hit_rates(oracle, fraction=0.6, seeds=4)
+    assert (h["n_best_ties"], h["n_worst_ties"]) == (2, 2)
+    assert h["best_hits"] == 4 and h["worst_hits"] == 4
+    assert h["best_regret"] == 0.0 and h["max_calls"] <= h["budget"] == 90
+    # a search that always answers format 4 hits neither; its regret is the accuracy gap
+    acc = oracle.mean(axis=0)
+
+    def always_four(correct, budget, seed=0):
+        return SearchResult(4, 4, 0.0, 0.0, 1, budget, np.zeros(5), np.zeros(5))
+
+    h = hit_rates(oracle, seeds=2, search=always_four)
+    assert h["best_hits"] == h["worst_hits"] == 0
+    assert h["best_regret"] == pytest.approx(acc.max() - acc[4])
+    assert h["worst_regret"] == pytest.approx(acc[4] - acc.min())
+    with pytest.raises(ValueError, match="fraction"):
+        hit_rates(oracle, fraction=1.5)
