@@ -20,8 +20,9 @@ items (Ericson 1969) with ``α`` prior items per outcome; ``P(D > 0)`` is summed
 (``T = U₊ + U₋`` is beta-binomial, ``U₊ | T`` beta-binomial), and is 0 or 1 once both
 formats have seen the whole pool. Each step, for the best and then the worst: the leader
 ``L`` is the contender with the highest (lowest) posterior-mean pool accuracy; every
-contender ``g`` with ``P(acc_g > acc_L) < δ`` (``<`` for the worst) is eliminated — it is not
-needed for an answer tied with the best; the challenger is the remaining contender most
+contender ``g`` with ``P(acc_g > acc_L) < δ`` (the worst: ``P(acc_g < acc_L) < δ``) is
+eliminated — with ``L`` at least as good, ``g`` is not needed for an answer tied with the
+true extreme; the challenger is the remaining contender most
 likely to beat ``L``, and whichever of ``L`` and the challenger has seen fewer items sees the
 next ``step`` ones (both, at equal counts). Formats clearly in the middle thus drop out of
 both races early, and close contenders are evaluated on the whole pool, where their
