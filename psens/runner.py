@@ -1080,7 +1080,8 @@ def summarize(ds, wall: float | None = None) -> str:
     """The run's headline (:func:`psens.ips.headline.headline`: IPS overall and by order
     with CIs at the first shot, what it pools, the noise floor, accuracy, output consistency
     and the caveats), over the done blocks, and how many blocks are pending or failed
-    (those are left out); a PSS run (``n_vars = 0``) gets its PSS lines instead."""
+    (those are left out); a PSS run (``n_vars = 0``) gets its PSS lines instead (and, over
+    a format space, the accuracy spread)."""
     from psens.ips import solver_names
     from psens.ips.headline import headline, headline_lines
     from psens.pss.runs import is_pss_run, summary_lines
@@ -1092,7 +1093,10 @@ def summarize(ds, wall: float | None = None) -> str:
             _blocks_note(int((row == store.PENDING).sum()), int((row == store.FAILED).sum()))
             for row in status
         ]
-        return summary_lines(ds, head, notes)
+        text = summary_lines(ds, head, notes)
+        if any(str(c).startswith("fmt_") for c in ds.coords):  # a format space: its spread
+            text = "\n".join([text, *_spread_lines(ds)])
+        return text
     notes = {
         str(name): _blocks_note(
             int((status[m] == store.PENDING).sum()), int((status[m] == store.FAILED).sum())

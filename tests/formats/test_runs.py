@@ -24,7 +24,7 @@ def assets(tmp_path_factory):
     return {"model": write_tiny_model(d / "model"), "data": write_tiny_dataset(d / "data.jsonl")}
 
 
-def _write(assets, path, templates: str, samples: int = 3):
+def _write(assets, path, templates: str, samples: int = 3, n_vars: int = 3):
     path.write_text(
         f'store = "{path.with_suffix(".zarr")}"\n'
         f'models = ["{assets["model"]}"]\n'
@@ -32,7 +32,7 @@ def _write(assets, path, templates: str, samples: int = 3):
         f'dataset_path = "{assets["data"]}"\n'
         f"samples = {samples}\n"
         f"templates = {templates}\n"
-        'n_vars = 3\nsolver = "exact"\nseed = 0\nthreads = 1\ngenerate = false\n'
+        f'n_vars = {n_vars}\nsolver = "exact"\nseed = 0\nthreads = 1\ngenerate = false\n'
     )
     return path
 
@@ -92,6 +92,28 @@ def test_spread_and_pss_against_a_literal_reference(fmt_run):
     pairs = [(a, b) for a in range(6) for b in range(a + 1, 6)]
     ref = np.mean([np.mean([abs(row[a] - row[b]) for a, b in pairs]) for row in c])
     assert format_pss(ds).iloc[0] == pytest.approx(ref)
+
+
+def test_an_answers_only_format_run_is_the_search_oracle(assets, tmp_path, capsys):
+    """``n_vars = 0`` over a format space (the shipped formats-acc design): coordinates kept,
+    the summary prints PSS and the accuracy spread, and the correctness table feeds the
+    search."""
+    from psens.formats.analysis import correctness
+    from psens.formats.search import paired_search
+
+    cfg = _write(assets, tmp_path / "acc.toml", '{grammar = "ips", k = 4, seed = 0}', n_vars=0)
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    ds = store.open_run(cfg.with_suffix(".zarr")).load()
+    assert ds.sizes["template"] == 4 and "fmt_case" in ds.coords
+    capsys.readouterr()
+    assert main(["summary", str(cfg.with_suffix(".zarr"))]) == 0
+    out = capsys.readouterr().out
+    assert "0-shot PSS" in out and "accuracy spread over the templates" in out
+    x = next(iter(correctness(ds).values()))
+    assert x.shape == (3, 4)
+    r = paired_search(x, x.size, seed=0)
+    acc = x.mean(axis=0)
+    assert acc[r.best] == acc.max() and acc[r.worst] == acc.min() and r.calls <= x.size
 
 
 def test_an_explicit_list_of_points_runs(assets, tmp_path):
