@@ -247,3 +247,6 @@ def test_the_docs_recomputed_effects_are_the_scripts():
     assert {r["setting"] for r in rows} == {"solver", "normalization", "solver + normalization"}
     for r in rows:
         assert script.effect_text(r) in text, script.effect_text(r)
+    oe = script.open_ended_variables()  # the open-ended row: no item changes its variables
+    assert oe == {"items": 4, "changed": 0}
+    assert f"the same variables for {oe['items']} of {oe['items']} items" in text
