@@ -51,11 +51,26 @@ Keys
                     appendix L; :mod:`psens.perturbations`): the run's items are its items
                     and every template is also shown with each rewrite
                     (``"open:paraphrase"``, ``"open:reorder"``), with the variables aligned
+``variables``       which words become input variables: ``"psens"`` (default) or
+                    ``"paper"`` (every word of an MCQ item, §3.2; K.2's content words of an
+                    open-ended one; :func:`psens.prompts.variables`)
+``shots_from``      where few-shot examples come from: ``"dataset"`` (default: one seeded
+                    draw from the dataset, disjoint from the items) or ``"paper"`` (the
+                    three examples of appendix E.6 for MCQ items, shots <= 3; open-ended
+                    items, whose examples the paper does not print, draw as ``"dataset"``)
+``normalization``   what the min-max normalisation of a game spans: ``"nonempty"``
+                    (default: S ≠ ∅, v(∅) is the bias) or ``"all"`` (all 2^(n+1) effects,
+                    ∅ included; :func:`psens.ips.metric.normalize`)
+``preset``          ``"paper"``: the IPS paper's own choices (:data:`PRESETS`) for every key
+                    the config does not set itself — explicit keys win; recorded in the
+                    store attrs (``preset``). docs/paper-conventions.md lists each choice,
+                    psens's default, why they differ and the measured effect
 ==================  =========================================================================
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import functools
@@ -68,12 +83,13 @@ from typing import TYPE_CHECKING, Any
 
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.models.loading import DTYPE_NAMES  # the one table of dtype names
-from psens.settings import DEFAULT_SOLVER, DEFAULT_TAU
+from psens.prompts import VARIABLE_RULES
+from psens.settings import DEFAULT_NORMALIZATION, DEFAULT_SOLVER, DEFAULT_TAU, NORMALIZATIONS
 
 if TYPE_CHECKING:
     from psens.models.spec import ModelSpec
 
-__all__ = ["TEMPLATE_SETS", "RunConfig", "load_config", "read_config_file"]
+__all__ = ["PRESETS", "TEMPLATE_SETS", "RunConfig", "load_config", "read_config_file"]
 
 #: template set names accepted by ``templates = "<name>"``
 TEMPLATE_SETS: dict[str, tuple[str, ...]] = {
@@ -84,6 +100,27 @@ TEMPLATE_SETS: dict[str, tuple[str, ...]] = {
 }
 
 WHERE = "psens config"
+
+#: ``preset = "<name>"``: the values a preset gives the keys a config does not set itself.
+#: ``"paper"`` is the IPS paper's (Qin et al., ICML 2026) setup where psens's defaults
+#: differ — the provenance of each value is in docs/paper-conventions.md:
+#: ``variables`` (§3.2, appendix K.2), ``dtype`` (appendix E.1: torch.float16),
+#: ``shots_from`` (appendix E.6), ``solver`` and ``solver_settings`` (eq. 12 with learnable
+#: γ, trained as in the interaction group's public code; only when ``solver`` is not set
+#: either), ``normalization`` (§3.2: "all 2^(n+1) interaction effects"). τ = 0.1, the five
+#: templates and the mask-token rule are the paper's already and are not listed.
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {
+        "variables": "paper",
+        "dtype": "float16",
+        "shots_from": "paper",
+        "solver": "sgd",
+        "solver_settings": {"preset": "paper"},
+        "normalization": "all",
+    },
+}
+#: ``shots_from`` values
+SHOT_SOURCES: tuple[str, ...] = ("dataset", "paper")
 
 
 @dataclass
@@ -114,14 +151,23 @@ class RunConfig:
     cache_dir: str | None = None
     noise_floor: bool | str = False
     perturbations: str | None = None
+    variables: str = "psens"
+    shots_from: str = "dataset"
+    normalization: str = DEFAULT_NORMALIZATION
+    preset: str | None = None
 
     # ----------------------------------------------------------------- construction
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> RunConfig:
-        """Build from a mapping, refusing unknown keys (with the closest valid key)."""
+        """Build from a mapping, refusing unknown keys (with the closest valid key).
+
+        With ``preset``, the preset's values (:data:`PRESETS`) fill the keys the mapping
+        does not give; keys it gives win (:func:`apply_preset`).
+        """
         check_keys(raw, [f.name for f in dataclasses.fields(cls)], ("store", "models", "dataset"))
-        cfg = cls(**raw)
+        cfg = cls(**apply_preset(raw))
+        cfg.__dict__["_preset_applied"] = True
         cfg.check()
         return cfg
 
@@ -174,11 +220,26 @@ class RunConfig:
         return {k: [f.coords[k] for f in formats] for k in formats[0].coords}
 
     def check(self) -> None:
-        """Cheap checks that need no model and no dataset (the runner loads the items next)."""
+        """Cheap checks that need no model and no dataset (the runner loads the items next).
+
+        A RunConfig built directly (not through :meth:`from_dict`) with ``preset`` gets the
+        preset's values here, for the fields still at their defaults.
+        """
         from psens import prompts
         from psens.interactions import SolverSettings
 
+        if self.preset is not None and not self.__dict__.get("_preset_applied"):
+            defaults = RunConfig("", [], "")
+            given = {
+                f.name: getattr(self, f.name)
+                for f in dataclasses.fields(self)
+                if getattr(self, f.name) != getattr(defaults, f.name)
+            }
+            for key, value in apply_preset(given).items():
+                setattr(self, key, value)
+            self.__dict__["_preset_applied"] = True
         self._check_types()
+        self._check_choices()
         if self.dataset_path is None:  # a local copy may hold other splits
             from psens.datasets import check_split
 
@@ -277,6 +338,27 @@ class RunConfig:
                 WHERE,
                 f"'mask_tokens' names models not in 'models': {sorted(unknown_overrides)}",
                 "Key the overrides by the names used in 'models'",
+            )
+
+    def _check_choices(self) -> None:
+        """``variables``, ``shots_from`` and ``normalization`` name known choices."""
+        for key, known in (
+            ("variables", VARIABLE_RULES),
+            ("shots_from", SHOT_SOURCES),
+            ("normalization", NORMALIZATIONS),
+        ):
+            value = getattr(self, key)
+            if value not in known:
+                fail(WHERE, f"{key} = {value!r} is not known", f"Use one of {list(known)}")
+        from psens.prompts import PAPER_SHOTS
+
+        n_paper = len(PAPER_SHOTS)
+        if self.shots_from == "paper" and self.shots and max(self.shots) > n_paper:
+            fail(
+                WHERE,
+                f"shots = {self.shots} but the IPS paper gives {n_paper} examples "
+                '(shots_from = "paper")',
+                f'Use shot counts <= {n_paper}, or shots_from = "dataset"',
             )
 
     @property
@@ -455,8 +537,15 @@ class RunConfig:
         """Hash of everything that determines the stored numbers (not scheduler/store/device,
         nor where a served model is served: its endpoints, concurrency and timeouts)."""
         d = self.to_dict()
-        for k in ("store", "scheduler", "cache_dir"):
+        for k in ("store", "scheduler", "cache_dir", "preset"):  # a preset's values are fields
             d.pop(k)
+        for k, default in (
+            ("variables", "psens"),
+            ("shots_from", "dataset"),
+            ("normalization", DEFAULT_NORMALIZATION),
+        ):
+            if d[k] == default:  # absent at the default: older stores keep their hash
+                d.pop(k)
         d.pop("noise_floor")  # absent without a floor: older stores keep their hash
         if d.pop("perturbations") is not None:  # absent without: older stores keep their hash
             d["perturbations"] = hashlib.sha256(Path(self.perturbations).read_bytes()).hexdigest()
@@ -535,6 +624,32 @@ def _check_scheduler(scheduler: str) -> None:
             f"scheduler = {s!r} is not a scheduler address",
             "Use 'local:N' (N worker processes) or 'tcp://host:port'",
         )
+
+
+def apply_preset(raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` with its ``preset``'s values (:data:`PRESETS`) for the keys it does not set.
+
+    Explicit keys win. ``solver_settings`` of a preset only apply with the preset's solver
+    (a config that sets ``solver`` itself keeps its own settings). An unknown preset is
+    refused (one line naming the known presets), before any store is created.
+
+    Examples
+    --------
+    >>> out = apply_preset({"preset": "paper", "dtype": "float32"})
+    >>> out["dtype"], out["solver"], out["normalization"]
+    ('float32', 'sgd', 'all')
+    """
+    name = raw.get("preset")
+    if name is None:
+        return dict(raw)
+    if not isinstance(name, str) or name not in PRESETS:
+        fail(WHERE, f"preset = {name!r} is not known", f"Use one of {sorted(PRESETS)}")
+    out = dict(raw)
+    for key, value in PRESETS[name].items():
+        if key in raw or (key == "solver_settings" and "solver" in raw):
+            continue
+        out[key] = copy.deepcopy(value)
+    return out
 
 
 def check_keys(raw: Any, names: list[str], required: tuple[str, ...], where: str = WHERE) -> None:

@@ -96,6 +96,7 @@ def align_variables(
     seed: int = 0,
     phrases: Sequence[str] | None = None,
     stop_words: Sequence[str] | None = None,
+    rule: str = "psens",
 ) -> dict[str, list[Variable]]:
     """The input variables of ``item`` and of each rewrite of its instruction, aligned.
 
@@ -108,7 +109,7 @@ def align_variables(
     mapping
         ``{unit: {rewrite: text}}``: how a unit of the original is worded in a rewrite
         (units not named are matched by their own text, case-insensitively).
-    n_max, seed, phrases, stop_words
+    n_max, seed, phrases, stop_words, rule
         As in :func:`psens.prompts.variables` (the appendix K.2 selection and its cap).
 
     Returns
@@ -139,6 +140,7 @@ def align_variables(
         phrases=phrases,
         stop_words=stop_words,
         seed=seed,
+        rule=rule,
     )
     units = [u for u in units if u.field == "question"]
     mapping = {str(k): dict(v) for k, v in (mapping or {}).items()}
@@ -196,7 +198,7 @@ def align_variables(
 
 
 def variants(
-    item: Item, perturbed: PerturbedItem, *, n_max: int = 10, seed: int = 0
+    item: Item, perturbed: PerturbedItem, *, n_max: int = 10, seed: int = 0, rule: str = "psens"
 ) -> dict[str, tuple[Item, list[Variable]]]:
     """``{"original" | rewrite: (item with that instruction, its aligned variables)}``."""
     if item.question != perturbed.original:
@@ -206,7 +208,7 @@ def variants(
             "Copy the instruction verbatim into 'original'",
         )
     aligned = align_variables(
-        item, perturbed.rewrites, mapping=perturbed.mapping, n_max=n_max, seed=seed
+        item, perturbed.rewrites, mapping=perturbed.mapping, n_max=n_max, seed=seed, rule=rule
     )
     out = {"original": (item, aligned["original"])}
     for name, text in perturbed.rewrites.items():

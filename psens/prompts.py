@@ -52,6 +52,7 @@ __all__ = [
     "RESOLVERS",
     "REWRITES",
     "TEMPLATES",
+    "VARIABLE_RULES",
     "Rendered",
     "Template",
     "Variable",
@@ -740,6 +741,11 @@ def select_shots(
 #: Hard cap on the number of variables of one item (2**n masked prompts each).
 MAX_VARIABLES = 16
 
+#: The rules :func:`variables` knows (the run config key ``variables``): ``"psens"``
+#: (default) and ``"paper"`` (the IPS paper's, §3.2 for MCQ and appendix K.2 for open-ended
+#: items; docs/paper-conventions.md).
+VARIABLE_RULES: tuple[str, ...] = ("psens", "paper")
+
 _WORD = re.compile(r"\w+(?:[-'’.]\w+)*", re.UNICODE)
 
 #: Words kept even though stop-word lists contain them (negations change meaning;
@@ -757,11 +763,12 @@ _FALLBACK_STOP = frozenset(
 )
 
 
-def stop_words() -> frozenset[str]:
+def stop_words(keep: Iterable[str] = KEEP_WORDS) -> frozenset[str]:
     """English stop words: the ``stop-words`` package if installed, else a built-in list.
 
     NLTK's list (used in appendix K.2) downloads at run time, so it is not used.
-    Negations and comparatives in :data:`KEEP_WORDS` are removed from the list.
+    The words of ``keep`` (default: the negations and comparatives of :data:`KEEP_WORDS`)
+    are removed from the list; ``keep=()`` gives the whole list.
     """
     try:
         from stop_words import get_stop_words
@@ -769,7 +776,7 @@ def stop_words() -> frozenset[str]:
         words = frozenset(w.lower() for w in get_stop_words("en"))
     except Exception:  # any failure of the optional package
         words = _FALLBACK_STOP
-    return words - KEEP_WORDS
+    return words - frozenset(keep)
 
 
 class Variable(str):
@@ -904,6 +911,7 @@ def variables(
     as_text: bool = False,
     content_only: bool = False,
     max_variables: int = MAX_VARIABLES,
+    rule: str = "psens",
 ) -> list[Variable]:
     """The input variables of ``item`` (words of its question and options).
 
@@ -924,6 +932,14 @@ def variables(
     4. if more than ``n_max`` remain, keep ``n_max`` chosen by
        ``numpy.random.default_rng(seed)`` (deterministic), in text order.
 
+    ``rule="paper"`` follows the IPS paper instead. A multiple-choice item: every word of
+    the question and options is a candidate (§3.2: "we use words in Q ∪ M as input
+    variables"; stop words are not dropped and no phrases are merged unless ``phrases``
+    are given), and step 4 picks ``n_max`` of them when there are more (the paper gives no
+    cap). An open-ended item (appendix K.2): stop words are always dropped, negations
+    included (the paper keeps no exceptions; psens's list, not NLTK's), phrases merged,
+    then step 4.
+
     Parameters
     ----------
     n_max : int
@@ -936,6 +952,8 @@ def variables(
     max_variables : int
         The cap on ``n_max`` (default :data:`MAX_VARIABLES`, the exact decomposition's);
         sparse interactions (:mod:`psens.ips.sparse`) allow up to 64.
+    rule : {"psens", "paper"}
+        Which selection (:data:`VARIABLE_RULES`; see above).
 
     Returns
     -------
@@ -951,18 +969,25 @@ def variables(
             f"(2**{n_max} masked prompts per item and template)",
             f"Pass n_max <= {max_variables}",
         )
+    if rule not in VARIABLE_RULES:
+        fail(where, f"rule={rule!r} is unknown", f"Use one of {list(VARIABLE_RULES)}")
     item.check(where)
     words = _segments(item)
     text_of = {"question": item.question, **{f"option:{lab}": t for lab, t in item.options}}
+    paper_mcq = rule == "paper" and item.is_mcq
+    if rule == "paper":  # §3.2: every word of an MCQ item; K.2: content words of the rest
+        content_only = not item.is_mcq
+        default_phrases = default_phrases and not item.is_mcq
     if len(words) <= n_max and not phrases and not content_only:
         chosen = [Variable(w.text, w.field, w.start, w.end) for w in words]
         return [v.text for v in chosen] if as_text else chosen
 
-    stops = (
-        frozenset(s.lower() for s in stop_words)
-        if stop_words is not None
-        else globals()["stop_words"]()
-    )
+    if paper_mcq:
+        stops: frozenset[str] = frozenset()
+    elif stop_words is not None:
+        stops = frozenset(s.lower() for s in stop_words)
+    else:
+        stops = globals()["stop_words"](() if rule == "paper" else KEEP_WORDS)
     # phrases: (field, start, end)
     merged: list[tuple[str, int, int]] = []
     for name, text in text_of.items():

@@ -150,7 +150,7 @@ def _perturbed_items(cfg: RunConfig) -> tuple[list, list[dict]]:
         )
     items = [by_id[e.id] for e in entries]
     versions = [
-        variants(it, e, n_max=cfg.n_vars, seed=cfg.seed)
+        variants(it, e, n_max=cfg.n_vars, seed=cfg.seed, rule=cfg.variables)
         for it, e in zip(items, entries, strict=True)
     ]
     return items, versions
@@ -158,7 +158,8 @@ def _perturbed_items(cfg: RunConfig) -> tuple[list, list[dict]]:
 
 def _shot_items(cfg: RunConfig, items) -> dict[int, tuple]:
     """Few-shot examples per shot count: the first k of one seeded draw from a pool
-    disjoint from the evaluated items, so settings share their first examples."""
+    disjoint from the evaluated items, so settings share their first examples
+    (``shots_from = "paper"``: the first k of the IPS paper's three, appendix E.6)."""
     from psens import datasets, prompts
 
     if not cfg.shots:
@@ -166,6 +167,8 @@ def _shot_items(cfg: RunConfig, items) -> dict[int, tuple]:
     k_max = max(cfg.shots)
     if k_max == 0:
         return {0: ()}
+    if cfg.shots_from == "paper" and all(it.is_mcq for it in items):  # k <= 3: config.check
+        return {k: prompts.PAPER_SHOTS[:k] for k in cfg.shots}
     pool = _fitting(cfg, datasets.load(cfg.dataset, cfg.split, path=cfg.dataset_path))
     drawn = prompts.select_shots(pool, k_max, exclude=items, seed=cfg.seed)
     return {k: tuple(drawn[:k]) for k in cfg.shots}
@@ -218,7 +221,7 @@ class Plan:
             [
                 []
                 if cfg.predictions_only
-                else prompts.variables(it, n_max=cfg.n_vars, seed=cfg.seed)
+                else prompts.variables(it, n_max=cfg.n_vars, seed=cfg.seed, rule=cfg.variables)
                 for it in self.items
             ]
             if self.versions is None
@@ -503,6 +506,7 @@ def compute_block(scorer, plan: Plan, sample: int, *, floor_scorer=None) -> dict
                     solver=m,
                     tau=cfg.tau,
                     settings=cfg.settings_for(m),
+                    normalization=cfg.normalization,
                 )
                 for m in cfg.solvers
             ]
@@ -857,6 +861,9 @@ def _open_or_create(plan: Plan, overwrite: bool):
         "config_hash": cfg.fingerprint(),
         "dataset": cfg.dataset,
         "fingerprints": fingerprints(plan),
+        # recorded when not psens's default, so stores of the default keep their attrs
+        **({"normalization": cfg.normalization} if cfg.normalization != "nonempty" else {}),
+        **({"preset": cfg.preset} if cfg.preset else {}),
         **_solver_attrs(cfg),
     }
     return store.create(

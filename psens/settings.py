@@ -2,8 +2,9 @@
 
 A run records what its numbers were made with as store attributes: the salience threshold
 ``tau``, each AND-OR solver's settings (``solver_*``; with several solvers also
-``solvers``), its precision (the config's ``dtype``) and the dtype of its noise-floor
-scoring (``noise_floor``). :func:`run_settings` is the one reader of those attributes:
+``solvers``), its precision (the config's ``dtype``), the dtype of its noise-floor
+scoring (``noise_floor``) and which interactions the min-max normalisation spans
+(``normalization``). :func:`run_settings` is the one reader of those attributes:
 the summary, the report, the noise floor, the metrics, the widgets and the notebooks ask
 it instead of reading attrs with their own defaults, so a run made at τ = 0.2 is shown at
 τ = 0.2 everywhere.
@@ -13,8 +14,8 @@ Examples
 >>> import psens
 >>> ds = psens.synthetic.synthetic_run(n_samples=2, seed=0)
 >>> s = run_settings(ds)
->>> s.tau, s.solver, s.dtype
-(0.1, 'canonical', 'float32')
+>>> s.tau, s.solver, s.dtype, s.normalization
+(0.1, 'canonical', 'float32', 'nonempty')
 """
 
 from __future__ import annotations
@@ -27,10 +28,26 @@ from typing import Any
 
 from psens.interactions.and_or import DEFAULT_SOLVER, SolverSettings
 
-__all__ = ["DEFAULT_SOLVER", "DEFAULT_TAU", "RunSettings", "run_config", "run_settings"]
+__all__ = [
+    "DEFAULT_NORMALIZATION",
+    "DEFAULT_SOLVER",
+    "DEFAULT_TAU",
+    "NORMALIZATIONS",
+    "RunSettings",
+    "run_config",
+    "run_settings",
+]
 
 #: the salience threshold of a run that names none (IPS paper §3.2: τ = 0.1)
 DEFAULT_TAU: float = 0.1
+
+#: What the min-max normalisation of a game spans (:func:`psens.ips.metric.normalize`):
+#: ``"nonempty"`` (psens's default) the AND and OR interactions with S ≠ ∅, the empty set
+#: being the bias v(∅) and never an interaction; ``"all"`` the IPS paper's literal reading
+#: of §3.2 — Min and Max over "all 2^(n+1) interaction effects", I_and(∅) and I_or(∅)
+#: included, which then also count in the salient sets of eq. 3 (docs/paper-conventions.md).
+NORMALIZATIONS: tuple[str, ...] = ("nonempty", "all")
+DEFAULT_NORMALIZATION: str = "nonempty"
 
 
 @dataclass(frozen=True)
@@ -50,6 +67,9 @@ class RunSettings:
         The precision the models were scored in (``"float32"`` unless the config said).
     noise_floor : str or None
         The dtype of the second, noise-floor scoring (None: the run has none).
+    normalization : str
+        What the min-max normalisation spans (:data:`NORMALIZATIONS`; runs that record
+        none: ``"nonempty"``).
     """
 
     tau: float = DEFAULT_TAU
@@ -57,6 +77,7 @@ class RunSettings:
     solver_settings: Mapping[str, SolverSettings] = dataclasses.field(default_factory=dict)
     dtype: str = "float32"
     noise_floor: str | None = None
+    normalization: str = DEFAULT_NORMALIZATION
 
     @property
     def solver(self) -> str:
@@ -139,10 +160,12 @@ def run_settings(ds_or_attrs: Any) -> RunSettings:
 
         dtype = DTYPE_NAMES.get(str(dtype), str(dtype))
     floor = attrs.get("noise_floor")
+    normalization = attrs.get("normalization")
     return RunSettings(
         tau=tau,
         solvers=solvers,
         solver_settings=recorded,
         dtype=str(dtype or "float32"),
         noise_floor=str(floor) if floor not in (None, "", False) else None,
+        normalization=str(normalization) if normalization else DEFAULT_NORMALIZATION,
     )

@@ -106,19 +106,26 @@ def lp_optimum(v: np.ndarray) -> float:
     return float(res.fun)
 
 
-def ips_ref(I_and: np.ndarray, I_or: np.ndarray, tau: float, order=None) -> float:
-    """Eq. 3 for one sample: I_* of shape [template, 2**n], literal loops, no NaN padding."""
+def ips_ref(
+    I_and: np.ndarray, I_or: np.ndarray, tau: float, order=None, *, empty: bool = False
+) -> float:
+    """Eq. 3 for one sample: I_* of shape [template, 2**n], literal loops, no NaN padding.
+
+    ``empty=True``: the paper's literal normalisation, min and max over all 2^(n+1) effects
+    with the empty set normalised and salient like the rest (``normalization="all"``).
+    """
     n_t, size = I_and.shape
     n = size.bit_length() - 1
+    first = 0 if empty else 1
     norm = []
     for t in range(n_t):
-        mags = [abs(I_and[t, s]) for s in range(1, size)] + [
-            abs(I_or[t, s]) for s in range(1, size)
+        mags = [abs(I_and[t, s]) for s in range(first, size)] + [
+            abs(I_or[t, s]) for s in range(first, size)
         ]
         lo, hi = min(mags), max(mags)
         d = {}
         for kind, arr in (("and", I_and), ("or", I_or)):
-            for s in range(1, size):
+            for s in range(first, size):
                 x = arr[t, s]
                 d[(kind, s)] = 0.0 if hi == lo else np.sign(x) * (abs(x) - lo) / (hi - lo)
         norm.append(d)

@@ -117,18 +117,27 @@ def _zeta_nonempty(n: int):
     return Z[1:, 1:].tocsc()
 
 
+_SILENT = threading.Lock()
+
+
 @contextlib.contextmanager
 def _silent_fd(fd: int):
-    """Send what C code writes to file descriptor ``fd`` to /dev/null for a moment."""
-    sys.stdout.flush()
-    saved = os.dup(fd)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), fd)
-        yield
-    finally:
-        os.dup2(saved, fd)
-        os.close(saved)
+    """Send what C code writes to file descriptor ``fd`` to /dev/null for a moment.
+
+    One thread at a time: the descriptor table is shared by the threads of the pool, and two
+    overlapping silences would let the second save (and finally restore) the first one's
+    /dev/null, leaving ``fd`` silenced for the rest of the process.
+    """
+    with _SILENT:
+        sys.stdout.flush()
+        saved = os.dup(fd)
+        try:
+            with open(os.devnull, "w") as null:
+                os.dup2(null.fileno(), fd)
+            yield
+        finally:
+            os.dup2(saved, fd)
+            os.close(saved)
 
 
 class _DualLP:

@@ -40,7 +40,7 @@ from psens.ips.metric import (
 )
 from psens.ips.pairs import resolve_pair
 from psens.ips.tables import subset_label
-from psens.settings import DEFAULT_TAU
+from psens.settings import DEFAULT_TAU, run_settings
 
 __all__ = ["PsensAccessor"]
 
@@ -160,7 +160,8 @@ class PsensAccessor:
         words: bool = True,
         solver: str | None = None,
     ) -> pd.DataFrame:
-        r"""One row per model × sample × [shot ×] template × interaction (AND or OR, ``S≠∅``).
+        r"""One row per model × sample × [shot ×] template × interaction (AND or OR, ``S≠∅``;
+        ``S = ∅`` too in a run with ``normalization = "all"``), normalised as the run says.
 
         Parameters
         ----------
@@ -195,16 +196,17 @@ class PsensAccessor:
         o_da = ds["I_or"].transpose(..., "template", "subset")
         dims = [d for d in a_da.dims[:-1] if d != "model"]  # of one model's block
         frames = []
+        normalization = run_settings(ds).normalization
         blocks = a_da.sizes.get("model", 1)
         for m in range(blocks):  # one model at a time: a lazily opened run is not loaded whole
             sel = {"model": m} if "model" in a_da.dims else {}
             a = np.asarray(a_da.isel(sel).values, dtype=float)
             o = np.asarray(o_da.isel(sel).values, dtype=float)
-            na, no = normalize(a, o)
+            na, no = normalize(a, o, normalization)
             size = a.shape[-1]
             n = n_players(a)  # per game
             band = None if order in (None, "all") else order
-            inside = order_masks(n, size, band)  # S != ∅, within the sample's n, of the band
+            inside = order_masks(n, size, band, normalization)  # within n, of the band
             for kind, raw, norm in (("AND", a, na), ("OR", o, no)):
                 keep = inside & np.isfinite(raw)
                 if salient_only:

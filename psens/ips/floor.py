@@ -42,7 +42,7 @@ import numpy as np
 
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.ips.metric import ORDER_LEVELS, ips, nanmean
-from psens.settings import DEFAULT_SOLVER, DEFAULT_TAU, run_settings
+from psens.settings import DEFAULT_NORMALIZATION, DEFAULT_SOLVER, DEFAULT_TAU, run_settings
 
 __all__ = [
     "PRECISION_SIGMA",
@@ -81,6 +81,7 @@ def floor_between(
     tau: float = DEFAULT_TAU,
     order: str | None = None,
     settings: dict | None = None,
+    normalization: str = DEFAULT_NORMALIZATION,
 ) -> np.ndarray:
     """IPS between two scorings of the same games, ``[...]`` (NaN: nothing salient).
 
@@ -96,9 +97,19 @@ def floor_between(
         Restrict to one order band.
     settings : dict, optional
         Extra solver settings (``steps``, ``preset``, ...).
+    normalization : {"nonempty", "all"}
+        What the min-max normalisation spans (:func:`psens.ips.metric.normalize`).
     """
     band = "all" if order is None else order
-    values = floor_bands(v_a, v_b, orders=[band], solver=solver, tau=tau, settings=settings)
+    values = floor_bands(
+        v_a,
+        v_b,
+        orders=[band],
+        solver=solver,
+        tau=tau,
+        settings=settings,
+        normalization=normalization,
+    )
     return values[..., 0]
 
 
@@ -110,6 +121,7 @@ def floor_bands(
     solver: str = DEFAULT_SOLVER,
     tau: float = DEFAULT_TAU,
     settings: dict | None = None,
+    normalization: str = DEFAULT_NORMALIZATION,
 ) -> np.ndarray:
     """:func:`floor_between` for several order bands from one decomposition, ``[..., order]``.
 
@@ -123,7 +135,10 @@ def floor_bands(
         fail(where, f"shapes {a.shape} and {b.shape} differ", "Pass two scorings")
     check_in_interval(tau, where, "tau", 0.0, 1.0)
     both = _decompose(np.stack([a, b], axis=-2), solver, settings)
-    values = [ips(both.I_and, both.I_or, tau=tau, order=_order_arg(o)) for o in orders]
+    values = [
+        ips(both.I_and, both.I_or, tau=tau, order=_order_arg(o), normalization=normalization)
+        for o in orders
+    ]
     return np.stack(values, axis=-1)
 
 
@@ -137,6 +152,7 @@ def jitter_floor(
     order: str | None = None,
     seed: int = 0,
     settings: dict | None = None,
+    normalization: str = DEFAULT_NORMALIZATION,
 ) -> np.ndarray:
     r"""Floor of ``v`` against ``v + ε``, :math:`\varepsilon \sim N(0, \sigma^2)` i.i.d.
 
@@ -148,7 +164,15 @@ def jitter_floor(
     rng = np.random.default_rng(seed)
     noisy = vv[None] + sigma * rng.normal(size=(draws, *vv.shape))
     clean = np.broadcast_to(vv[None], noisy.shape)
-    values = floor_between(clean, noisy, solver=solver, tau=tau, order=order, settings=settings)
+    values = floor_between(
+        clean,
+        noisy,
+        solver=solver,
+        tau=tau,
+        order=order,
+        settings=settings,
+        normalization=normalization,
+    )
     return nanmean(values, axis=0)
 
 
@@ -234,11 +258,20 @@ def run_floor(
     check_in_interval(sigma, where, "sigma", 0.0, np.inf, closed="neither")
     check_positive_int(draws, where, "draws")
     solver, settings, tau = _split(ds, solver, tau)
+    norm = run_settings(ds).normalization
 
     def jitter(games, m, rows, n):  # as jitter_floor: one seeded noise draw for all bands
         noisy = games[None] + sigma * np.random.default_rng(seed).normal(size=(draws, *games.shape))
         clean = np.broadcast_to(games[None], noisy.shape)
-        values = floor_bands(clean, noisy, orders=orders, solver=solver, tau=tau, settings=settings)
+        values = floor_bands(
+            clean,
+            noisy,
+            orders=orders,
+            solver=solver,
+            tau=tau,
+            settings=settings,
+            normalization=norm,
+        )
         return nanmean(np.moveaxis(values, 0, -1), axis=-1)
 
     out = _by_games(ds, orders, jitter, where)
@@ -331,7 +364,13 @@ def noise_floor(
             bad = ~np.isfinite(other).all(axis=-1)
             other = np.where(bad[..., None], games, other)
             values = floor_bands(
-                games, other, orders=orders, solver=method, tau=tau, settings=settings
+                games,
+                other,
+                orders=orders,
+                solver=method,
+                tau=tau,
+                settings=settings,
+                normalization=run_settings(ds).normalization,
             )
             values[bad] = np.nan
             return values

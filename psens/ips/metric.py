@@ -9,7 +9,11 @@ Conventions (docs/conventions.md):
 * Normalisation (§3.2), per game over all AND and OR interactions with :math:`S\neq\emptyset`:
   :math:`\tilde I = \mathrm{sgn}(I)\,(|I| - \min)/(\max - \min)`; the empty set is the bias,
   left out of normalisation, salient sets and IPS. A game whose interactions all have the same
-  magnitude normalises to 0 (no salient interaction).
+  magnitude normalises to 0 (no salient interaction). ``normalization="all"`` (a run's
+  ``normalization`` key) is the paper's literal reading instead: min and max over all
+  :math:`2^{n+1}` effects, :math:`I_{and}(\emptyset)` and :math:`I_{or}(\emptyset)` included,
+  which then also count in the salient sets (not in the order bands, which start at
+  :math:`|S| = 1`).
 * Salient set: :math:`|\tilde I| > \tau`; AND-S and OR-S are different interactions.
 * IPS (eq. 3), per sample: for every unordered template pair, the mean over the union of both
   salient sets of :math:`|a-b| / ((|a|+|b|)/2)`; then the mean over pairs. Values lie in [0, 2].
@@ -33,7 +37,7 @@ import numpy as np
 from psens._validation import check_game, check_in_interval, check_same_shape, fail
 from psens.interactions.transforms import reconstruct
 from psens.ips.pairs import pair_coords
-from psens.settings import DEFAULT_TAU, run_settings
+from psens.settings import DEFAULT_NORMALIZATION, DEFAULT_TAU, NORMALIZATIONS, run_settings
 from psens.store import DONE, FAILED, PENDING
 
 __all__ = [
@@ -101,11 +105,15 @@ def n_players(I: np.ndarray) -> np.ndarray:
     return n
 
 
-def order_masks(n: np.ndarray, size: int, order: Order | None) -> np.ndarray:
-    """Boolean ``[..., size]``: subsets ``S != ∅`` within the sample's ``n`` and of ``order``."""
+def order_masks(
+    n: np.ndarray, size: int, order: Order | None, normalization: str = DEFAULT_NORMALIZATION
+) -> np.ndarray:
+    """Boolean ``[..., size]``: subsets ``S != ∅`` within the sample's ``n`` and of ``order``
+    (with ``normalization="all"`` and no order, ``S = ∅`` too)."""
     k = order_of_subsets(size)
     n = np.asarray(n)[..., None]
-    inside = (k >= 1) & (np.arange(size) < (1 << n))
+    empty_too = order is None and _check_normalization(normalization, "ips") == "all"
+    inside = ((k >= 1) | empty_too) & (np.arange(size) < (1 << n))
     if order is None:
         return inside
     if order not in ORDERS:
@@ -127,6 +135,22 @@ def order_band(size, n) -> np.ndarray:
     k, n = np.asarray(size), np.asarray(n)
     lo, hi = n // 3, (2 * n) // 3
     return np.where(k <= lo, "low", np.where(k <= hi, "mid", "high"))
+
+
+def _check_normalization(normalization: Any, where: str) -> str:
+    """One of :data:`psens.settings.NORMALIZATIONS`."""
+    if normalization not in NORMALIZATIONS:
+        fail(
+            where,
+            f"normalization={normalization!r} is unknown",
+            f"Use one of {list(NORMALIZATIONS)}",
+        )
+    return str(normalization)
+
+
+def _normalization_of(ds, normalization: str | None) -> str:
+    """``normalization`` of a call with a run Dataset: the run's own unless given."""
+    return run_settings(ds).normalization if normalization is None else normalization
 
 
 def template_pairs(n_templates: int) -> tuple[np.ndarray, np.ndarray]:
@@ -192,20 +216,31 @@ def _as_arrays(I_and, I_or, where: str):
 # ----------------------------------------------------------------------------- normalisation
 
 
-def normalize(I_and, I_or) -> tuple[np.ndarray, np.ndarray]:
+def normalize(
+    I_and, I_or, normalization: str = DEFAULT_NORMALIZATION
+) -> tuple[np.ndarray, np.ndarray]:
     r"""Min-max normalised interactions :math:`\tilde I` (paper §3.2), per game.
 
-    Min and max are taken over the absolute values of all AND and OR interactions with
-    :math:`S \neq \emptyset` of the same game; the empty set is returned as NaN (it is the bias).
+    .. math::
+        \tilde I_S = \mathrm{sgn}(I_S)\,\frac{|I_S| - \min}{\max - \min}
+
+    ``normalization="nonempty"`` (default): min and max are taken over the absolute values of
+    all AND and OR interactions with :math:`S \neq \emptyset` of the same game; the empty set
+    is returned as NaN (it is the bias). ``"all"``: over all :math:`2^{n+1}` effects, the
+    empty set included and normalised like the rest (the paper's literal wording).
 
     Examples
     --------
     >>> a, o = normalize([0.5, 2.0, -1.0, 0.0], [0.5, 0.0, 4.0, 0.0])
     >>> a.tolist(), o.tolist()
     ([nan, 0.5, -0.25, 0.0], [nan, 0.0, 1.0, 0.0])
+    >>> a, o = normalize([8.0, 2.0, -1.0, 0.0], [0.0, 0.0, 4.0, 0.0], "all")
+    >>> a.tolist(), o.tolist()
+    ([1.0, 0.25, -0.125, 0.0], [0.0, 0.0, 0.5, 0.0])
     """
     a, o = _as_arrays(I_and, I_or, "normalize")
-    both = np.concatenate([np.abs(a[..., 1:]), np.abs(o[..., 1:])], axis=-1)
+    first = 0 if _check_normalization(normalization, "normalize") == "all" else 1
+    both = np.concatenate([np.abs(a[..., first:]), np.abs(o[..., first:])], axis=-1)
     missing = np.isnan(both)
     with np.errstate(all="ignore"):
         lo = np.where(missing, np.inf, both).min(axis=-1, keepdims=True, initial=np.inf)
@@ -215,16 +250,19 @@ def normalize(I_and, I_or) -> tuple[np.ndarray, np.ndarray]:
 
         def norm(x):
             out = np.sign(x) * (np.abs(x) - lo) / scale
-            out[..., 0] = np.nan
+            if first:
+                out[..., 0] = np.nan
             return out
 
         return norm(a), norm(o)
 
 
-def salient(I_and, I_or, tau: float = DEFAULT_TAU) -> tuple[np.ndarray, np.ndarray]:
+def salient(
+    I_and, I_or, tau: float = DEFAULT_TAU, normalization: str = DEFAULT_NORMALIZATION
+) -> tuple[np.ndarray, np.ndarray]:
     r"""Salient-set masks :math:`|\tilde I| > \tau` for AND and OR (paper §4.1)."""
     _check_tau(tau, "salient")
-    na, no = normalize(I_and, I_or)
+    na, no = normalize(I_and, I_or, normalization)
     with np.errstate(invalid="ignore"):
         return np.abs(na) > tau, np.abs(no) > tau
 
@@ -232,7 +270,14 @@ def salient(I_and, I_or, tau: float = DEFAULT_TAU) -> tuple[np.ndarray, np.ndarr
 # ----------------------------------------------------------------------------- IPS
 
 
-def _paired(I_and, I_or, tau: float, order: Order | None, where: str):
+def _paired(
+    I_and,
+    I_or,
+    tau: float,
+    order: Order | None,
+    where: str,
+    normalization: str = DEFAULT_NORMALIZATION,
+):
     """Normalised values of both templates of every pair, and the union-of-salient mask.
 
     Returns ``a, b, union`` shaped ``[..., pair, 2 * 2**n]`` (AND then OR on the last axis).
@@ -247,10 +292,10 @@ def _paired(I_and, I_or, tau: float, order: Order | None, where: str):
         )
     if ra.shape[-2] < 2:
         fail(where, f"only {ra.shape[-2]} template", "Pass at least two templates to compare")
-    na, no = normalize(ra, ro)
+    na, no = normalize(ra, ro, normalization)
     x = np.concatenate([na, no], axis=-1)  # [..., T, 2K]
     size = ra.shape[-1]
-    keep = order_masks(n_players(ra), size, order)  # [..., T, K]
+    keep = order_masks(n_players(ra), size, order, normalization)  # [..., T, K]
     keep = np.concatenate([keep, keep], axis=-1)
     with np.errstate(invalid="ignore"):
         sal = (np.abs(x) > tau) & keep
@@ -381,6 +426,7 @@ def ips_pairs(
     order: Order | None = None,
     *,
     solver: str | None = None,
+    normalization: str | None = None,
 ):
     r"""IPS of every unordered template pair, ``[..., pair]`` (NaN: no salient interaction).
 
@@ -392,19 +438,27 @@ def ips_pairs(
     Pairs are ordered as :func:`template_pairs`. A run Dataset may be passed as the first
     argument (``I_or`` left out), as for :func:`ips`: the result is then a DataArray with a
     ``pair`` dim labelled ``"a|b"``, computed block-wise by :func:`sample_ips` (of one
-    ``solver``'s interactions: :func:`select_solver`).
+    ``solver``'s interactions: :func:`select_solver`). ``normalization`` as for :func:`ips`.
     """
     if _is_dataset(I_and):
         tau = _dataset_tau(I_or, tau, "ips_pairs")
         order_arg = "all" if order is None else order
-        da = sample_ips(I_and, tau, orders=order_arg, per_pair=True, solver=solver)
+        da = sample_ips(
+            I_and,
+            tau,
+            orders=order_arg,
+            per_pair=True,
+            solver=solver,
+            normalization=normalization,
+        )
         da.name = "ips" if order is None else f"ips_{order}"
         da.attrs["order"] = order or "all"
         return da
     _no_solver_for_arrays(solver, "ips_pairs")
     if I_or is None:
         fail("ips_pairs", "I_or is missing", "Pass ips_pairs(I_and, I_or) or ips_pairs(ds)")
-    a, b, union = _paired(I_and, I_or, tau, order, "ips")
+    norm = DEFAULT_NORMALIZATION if normalization is None else normalization
+    a, b, union = _paired(I_and, I_or, tau, order, "ips", norm)
     smape = ips_term(a, b)
     with np.errstate(invalid="ignore", divide="ignore"):
         cnt = union.sum(axis=-1)
@@ -419,6 +473,7 @@ def ips(
     order: Order | None = None,
     *,
     solver: str | None = None,
+    normalization: str | None = None,
 ):
     r"""Interaction-based Prompt Sensitivity per sample (paper eq. 3), the mean over pairs.
 
@@ -436,6 +491,9 @@ def ips(
     solver : str, optional
         For a run with several solvers' interactions: whose (default: the first;
         :func:`select_solver`).
+    normalization : {"nonempty", "all"}, optional
+        What the min-max normalisation spans (:func:`normalize`); default: a run's own
+        (``run_settings(ds).normalization``), ``"nonempty"`` for arrays.
 
     Returns
     -------
@@ -457,14 +515,16 @@ def ips(
     2.0
     """
     if _is_dataset(I_and):
-        return _ips_dataset(select_solver(I_and, solver), _dataset_tau(I_or, tau, "ips"), order)
+        return _ips_dataset(
+            select_solver(I_and, solver), _dataset_tau(I_or, tau, "ips"), order, normalization
+        )
     _no_solver_for_arrays(solver, "ips")
     if I_or is None:
         fail("ips", "I_or is missing", "Pass ips(I_and, I_or) or ips(run_dataset)", TypeError)
-    return nanmean(ips_pairs(I_and, I_or, tau, order))
+    return nanmean(ips_pairs(I_and, I_or, tau, order, normalization=normalization))
 
 
-def _ips_dataset(ds, tau: float, order: Order | None):
+def _ips_dataset(ds, tau: float, order: Order | None, normalization: str | None = None):
     """:func:`ips` of a run Dataset, computed by :func:`sample_ips` (block-wise, so a lazily
     opened store is never loaded whole), as a DataArray over the Dataset's other dims."""
     import xarray as xr
@@ -474,7 +534,9 @@ def _ips_dataset(ds, tau: float, order: Order | None):
             fail("ips", f"the Dataset has no {name!r} variable", "Pass a psens run Dataset")
     a = ds["I_and"].transpose(..., TEMPLATE_DIM, SUBSET_DIM)
     lead = a.dims[:-2]
-    value = sample_ips(ds, tau, orders="all" if order is None else order)
+    value = sample_ips(
+        ds, tau, orders="all" if order is None else order, normalization=normalization
+    )
     out = xr.DataArray(
         value.transpose(*lead).values,
         dims=lead,
@@ -516,6 +578,7 @@ def interaction_classes(
     order: Order | None = None,
     predictions=None,
     solver: str | None = None,
+    normalization: str | None = None,
 ) -> dict[str, np.ndarray]:
     r"""Stable/unstable classes of salient interactions for every template pair (§3.3, fig. 3b).
 
@@ -533,6 +596,8 @@ def interaction_classes(
         predictions differ), to split the counts as in fig. 3b (see :func:`class_shares`).
     solver : str, optional
         For a run with several solvers' interactions: whose (default: the first).
+    normalization : {"nonempty", "all"}, optional
+        As for :func:`ips` (default: a run's own, ``"nonempty"`` for arrays).
 
     Returns
     -------
@@ -551,11 +616,13 @@ def interaction_classes(
                 "Leave them out: they come from the run's prediction variable",
             )
         tau = _dataset_tau(I_or, tau, "interaction_classes")
-        return _classes_dataset(select_solver(I_and, solver), tau, order)
+        norm = _normalization_of(I_and, normalization)
+        return _classes_dataset(select_solver(I_and, solver), tau, order, norm)
     _no_solver_for_arrays(solver, "interaction_classes")
     if I_or is None:
         fail("interaction_classes", "I_or is missing", "Pass (I_and, I_or) or a run Dataset")
-    a, b, union = _paired(I_and, I_or, tau, order, "interaction_classes")
+    norm = DEFAULT_NORMALIZATION if normalization is None else normalization
+    a, b, union = _paired(I_and, I_or, tau, order, "interaction_classes", norm)
     counts = np.stack([(c & union).sum(axis=-1) for c in class_masks(a, b)], axis=-1)
     n_templates = np.shape(I_and)[-2]
     i, j = template_pairs(n_templates)
@@ -572,7 +639,9 @@ def interaction_classes(
     return out
 
 
-def _classes_dataset(ds, tau: float, order: Order | None):
+def _classes_dataset(
+    ds, tau: float, order: Order | None, normalization: str = DEFAULT_NORMALIZATION
+):
     import xarray as xr
 
     for name in ("I_and", "I_or"):
@@ -589,7 +658,12 @@ def _classes_dataset(ds, tau: float, order: Order | None):
         sel = {} if m is None else {"model": m}
         p = None if pred is None else np.asarray(pred.isel(sel).values).astype(str)
         res = interaction_classes(
-            a_da.isel(sel).values, o_da.isel(sel).values, tau, order=order, predictions=p
+            a_da.isel(sel).values,
+            o_da.isel(sel).values,
+            tau,
+            order=order,
+            predictions=p,
+            normalization=normalization,
         )
         counts.append(res["counts"])
         if p is not None:
@@ -710,12 +784,13 @@ def _pair_block(
     taus: np.ndarray,
     orders: tuple[str, ...],
     pair_idx: np.ndarray,
+    normalization: str = DEFAULT_NORMALIZATION,
 ) -> np.ndarray:
     """IPS of every selected template pair: ``[..., pair, order, tau]`` (NaN: no salient S).
 
     ``I_and``/``I_or`` are ``[..., template, 2**n]``; ``taus`` sorted ascending.
     """
-    na, no = normalize(I_and, I_or)
+    na, no = normalize(I_and, I_or, normalization)
     x = np.concatenate([na, no], axis=-1)  # [..., T, 2K]
     size = I_and.shape[-1]
     i, j = template_pairs(I_and.shape[-2])
@@ -729,7 +804,7 @@ def _pair_block(
     rows = int(np.prod(lead))
     out = np.empty((*lead, len(orders), n_tau))
     for k, order in enumerate(orders):
-        keep = order_masks(n, size, None if order == "all" else order)  # [..., K]
+        keep = order_masks(n, size, None if order == "all" else order, normalization)
         keep = np.concatenate([keep, keep], axis=-1)[..., None, :]  # [..., 1, 2K]
         valid = finite & keep
         bins = np.searchsorted(taus, np.where(valid, top, -1.0), side="left")  # #τ below top
@@ -761,6 +836,7 @@ def sample_ips(
     per_pair: bool = False,
     models: Sequence[str] | None = None,
     solver: str | None = None,
+    normalization: str | None = None,
 ):
     r"""Per-sample IPS (eq. 3) of a run, for one or many thresholds and order bands.
 
@@ -790,6 +866,9 @@ def sample_ips(
     solver : str, optional
         For a run with several solvers' interactions (a ``solver`` dim): whose (default:
         the first; :func:`select_solver`).
+    normalization : {"nonempty", "all"}, optional
+        What the min-max normalisation spans (:func:`normalize`; default: the run's own,
+        :func:`psens.settings.run_settings`).
 
     Returns
     -------
@@ -813,6 +892,7 @@ def sample_ips(
     for name in ("I_and", "I_or"):
         if name not in ds:
             fail(where, f"the Dataset has no {name!r} variable", "Pass a psens run Dataset")
+    normalization = _check_normalization(_normalization_of(ds, normalization), where)
     ds = select_solver(ds, solver)
     added = [d for d in ("model", "sample") if d not in ds["I_and"].dims]
     if added:  # a slice of a run: treat the missing dims as length one
@@ -872,7 +952,7 @@ def sample_ips(
                 rows = skip[m, sl].reshape(-1, *(1,) * (a.ndim - 1))
                 a, o = np.where(rows, np.nan, a), np.where(rows, np.nan, o)
             a, o = _as_arrays(a, o, where)
-            out[m, sl] = _pair_block(a, o, taus_sorted, orders, pair_idx)
+            out[m, sl] = _pair_block(a, o, taus_sorted, orders, pair_idx, normalization)
     out = out[..., unsort]
     dims = [*lead_dims, "pair", "order", "tau"]
     coords: dict[str, Any] = {d: ds[d].values for d in lead_dims if d in ds.coords}
@@ -909,6 +989,7 @@ def sample_ips(
         pairs=[labels[k] for k in pair_idx],
         blocks_pending=0 if status is None else int((status == PENDING).sum()),
         blocks_failed=0 if status is None else int((status == FAILED).sum()),
+        normalization=normalization,
     )
     return da
 

@@ -43,7 +43,7 @@ from psens.ips.metric import (
     select_solver,
     sparsity_curve,
 )
-from psens.settings import DEFAULT_TAU
+from psens.settings import DEFAULT_TAU, run_settings
 from psens.stats import bootstrap_means, percentile_ci, resample_counts
 from psens.store import DONE
 
@@ -438,7 +438,7 @@ def case_table(
     if unfinished or not np.isfinite(a).all():  # a pending or failed block
         info.update(n_salient=0, pending=True)
         return mark_synthetic(pd.DataFrame(columns=cols), ds), info
-    na, no = normalize(a, o)
+    na, no = normalize(a, o, run_settings(ds).normalization)
     x = np.concatenate([na[:, 1:], no[:, 1:]], axis=-1)  # [2, 2*(size-1)]
     mag = np.abs(x).max(axis=0)
     salient = np.flatnonzero(mag > tau)

@@ -36,6 +36,9 @@ attrs
     ``psens_schema = "psens.run"``, ``psens_schema_version``, ``psens_version``, ``tau``,
     the solver settings (``solver_*``), ``config`` (JSON) and ``config_hash``;
     ``noise_floor`` (the dtype of the second scoring, only in runs with a floor);
+    ``normalization`` (``"all"``, only in runs that normalise over the empty set too;
+    :func:`psens.settings.run_settings` reads ``"nonempty"`` where it is absent);
+    ``preset`` (``"paper"``, only in runs made with ``preset = "paper"``);
     ``run_id`` (a uuid drawn when :func:`create` makes the store).
 integrity (on disk only; :func:`open_run` leaves them out of the Dataset)
     ``block_checksum`` (model, sample): per block, a JSON object of one blake2b digest per

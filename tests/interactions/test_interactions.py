@@ -309,3 +309,38 @@ def test_exact_result_does_not_depend_on_the_other_games_of_the_batch():
         np.testing.assert_array_equal(alone.gamma, together.gamma[i])
     shuffled = and_or(v[::-1], "exact")
     np.testing.assert_array_equal(shuffled.gamma, together.gamma[::-1])
+
+
+def test_silencing_highs_from_many_threads_leaves_stdout_where_it_was(tmp_path):
+    """The HiGHS banner is silenced per solver built in the thread pool; overlapping silences
+    must not leave file descriptor 1 on /dev/null (the CLI's later output would vanish)."""
+    import os
+    import threading
+    import time
+
+    from psens.interactions.exact import _silent_fd
+
+    target = tmp_path / "out.txt"
+    saved = os.dup(1)
+    with open(target, "w") as f:
+        os.dup2(f.fileno(), 1)
+    try:
+        start = threading.Barrier(8)
+
+        def silence():
+            start.wait()
+            for _ in range(20):
+                with _silent_fd(1):
+                    time.sleep(0.001)  # the GIL is released, as when HiGHS builds a solver
+                    os.write(1, b"hidden\n")
+
+        threads = [threading.Thread(target=silence) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        os.write(1, b"shown\n")
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    assert target.read_text() == "shown\n"
