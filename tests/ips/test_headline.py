@@ -164,8 +164,7 @@ def test_the_runs_readme_few_shot_figures_are_the_shipped_runs():
     for k in ("1-shot", "3-shot"):
         r = s.loc[k]
         quoted = (
-            f"{k} {pct(r.rel_change)} % ({pct(r.rel_lo)} … {pct(r.rel_hi)} %, "
-            f"p = {r.p_value:.3f})"
+            f"{k} {pct(r.rel_change)} % ({pct(r.rel_lo)} … {pct(r.rel_hi)} %, p = {r.p_value:.3f})"
         )
         assert quoted in text, quoted
     assert "Gemma-3-270M is left out: it is not above its noise floor" in text
