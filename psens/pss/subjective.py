@@ -119,13 +119,9 @@ class SubjectiveConfig(MethodConfig):
         """Cheap checks, before any model is loaded or file read."""
         self.check_common(WHERE)
         self.check_judge(WHERE)
-        if not isinstance(self.judge_url, str):
-            fail(
-                WHERE,
-                f"judge_url = {self.judge_url!r}",
-                'Write e.g. judge_url = "http://127.0.0.1:8080/v1"',
-            )
-        if self.judge_url and not self.judge_url.startswith(("http://", "https://")):
+        if not isinstance(self.judge_url, str) or (
+            self.judge_url and not self.judge_url.startswith(("http://", "https://"))
+        ):
             fail(
                 WHERE,
                 f"judge_url = {self.judge_url!r}",
@@ -140,6 +136,13 @@ class SubjectiveConfig(MethodConfig):
                 fail(WHERE, f"{key} = {value!r}", f"Give {key} as a path string")
             if value and not Path(value).exists():
                 fail(WHERE, f"{key} = {value!r} does not exist", "Check the path")
+        missing = [f.name for f in version_files(self) if not f.is_file()]
+        if missing:
+            fail(
+                WHERE,
+                f"{_versions_dir(self)} lacks ProSA's version files {missing}",
+                "Point versions at a folder holding them (see data/reference/README.md)",
+            )
         if self.benchmark == "arena" and not self.references:
             fail(
                 WHERE,
@@ -163,6 +166,15 @@ def _versions_dir(cfg: SubjectiveConfig) -> Path:
     from psens.models.registry import data_dir
 
     return Path(cfg.versions) if cfg.versions else data_dir() / "reference" / "prosa"
+
+
+def version_files(cfg: SubjectiveConfig) -> list[Path]:
+    """The three version files of ``cfg``'s benchmark (what
+    :func:`psens.pss.load_prosa_versions` reads)."""
+    folder = _versions_dir(cfg)
+    if cfg.benchmark == "alpaca":
+        return [folder / f"AlpacaEval_alpaca_eval_v{v}.json" for v in VERSIONS]
+    return [folder / f"Arena_Hard_Auto_question_v{v}.jsonl" for v in VERSIONS]
 
 
 def _read_references(path: Path) -> dict[str, str]:
