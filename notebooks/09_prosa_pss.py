@@ -408,7 +408,6 @@ for completion in ("    return 2 * x\n", "    return x\n", "    while True:\n   
 from psens import method_runs
 from psens.pss import arena_label_score, load_prosa_versions
 from psens.pss import subjective as subj
-from psens.synthetic import synthetic_subjective_run
 
 SUBJECTIVE = ROOT / "data" / "runs" / "pss-alpaca.nc"
 if PSENS_SIZE != "tiny" and SUBJECTIVE.exists():
@@ -416,7 +415,7 @@ if PSENS_SIZE != "tiny" and SUBJECTIVE.exists():
 else:
     if PSENS_SIZE != "tiny":
         print("data/runs/pss-alpaca.nc not found: showing a synthetic run")
-    sub = synthetic_subjective_run()
+    sub = subj.synthetic_run()
 SUB_SYNTHETIC = bool(sub.attrs.get("synthetic", False))
 SUB_NOTE = (" · synthetic data" if SUB_SYNTHETIC else "") + (
     f" · {subj.JUDGE_NOTE}" if sub.attrs.get("judge_note") else ""

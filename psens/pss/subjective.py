@@ -63,6 +63,7 @@ References
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,6 +83,7 @@ __all__ = [
     "model_table",
     "run",
     "summarize",
+    "synthetic_run",
 ]
 
 METHOD = "subjective"
@@ -455,3 +457,45 @@ def summarize(ds) -> str:
         "not below the between-instance one carries no per-instruction signal"
     )
     return "\n".join(lines)
+
+
+def synthetic_run(
+    models: Sequence[str] = ("synthetic-small", "synthetic-large"),
+    *,
+    n_samples: int = 10,
+    seed: int = 0,
+):
+    """A subjective PSS run's layout with made-up verdicts (attr ``synthetic``).
+
+    Each instruction gets a quality ``q ~ U(0, 1)``; each of its three versions a judge
+    rating ``round(10 * (q + 0.15 * noise))`` clipped to 0–10, the noise smaller for later
+    models; one verdict in eight is off-format (``unparsed``, no score). So later models
+    have lower PSS *by construction*: the run shows what the analyses compute, never a
+    finding (attr ``synthetic``).
+    """
+    from psens.backends import Verdict
+
+    rng = np.random.default_rng(seed)
+    names = list(models)
+    instances = [f"item{k:03d}" for k in range(n_samples)]
+    items = {"instance": instances, "category": ["synthetic"] * n_samples}
+    for v in VERSIONS:
+        items[f"v{v}"] = [f"[version {v}] instruction {i}" for i in instances]
+    items["reference"] = [f"reference answer {i}" for i in instances]
+    quality = rng.uniform(0, 1, size=n_samples)
+    responses, verdicts = {}, {}
+    for m, name in enumerate(names):
+        noise = 0.15 / (1 + m) * rng.normal(size=(n_samples, len(VERSIONS)))
+        rating = np.clip(np.rint(10 * (quality[:, None] + noise)), 0, 10).ravel()
+        off = rng.random(rating.size) < 1 / 8
+        responses[name] = [(f"response {k}", None) for k in range(rating.size)]
+        verdicts[name] = [
+            Verdict("unparsed", raw_text="It looks fine.")
+            if o
+            else Verdict("ok", score=r / 10, raw_text=f"{int(r)}")
+            for r, o in zip(rating, off, strict=True)
+        ]
+    cfg = SubjectiveConfig(store="synthetic.nc", models=names, judge="synthetic-judge")
+    ds = to_dataset(pd.DataFrame(items), responses, verdicts, cfg)
+    ds.attrs.update(synthetic=True, seed=seed, judge_path="none (made-up verdicts)")
+    return ds
