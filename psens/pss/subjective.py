@@ -11,19 +11,25 @@ The judge is a :class:`psens.backends.HTTPJudge`: it talks the OpenAI chat inter
 OpenAI-compatible server (``judge_url``, :class:`psens.backends.OpenAIClient`) or, without
 ``judge_url``, to the local model ``judge`` loaded in this process
 (:class:`psens.models.LocalGenerator` implements the same ``chat_many`` interface), so both
-paths build the same judge prompts and parse the replies the same way. The judge rates on
-0–10 (:data:`psens.backends.GRADED_JUDGE_TEMPLATE`, read by
-:func:`psens.backends.parse_verdict`, ``score = x / 10``); it sees the **original**
-instruction with every version's response, so only the response changes between the three
-verdicts of an instance. A reply without a readable number is an ``unparsed`` verdict and a
-failed call a ``failed`` one: both are NaN, left out of :math:`S_i` (which skips NaN), and
-counted in :func:`summarize` — never a score.
+paths build the same judge prompts and parse the replies the same way
+(:func:`psens.backends.parse_verdict`). Two judge modes:
 
-This is a simplification of ProSA's protocol: AlpacaEval 2.0's judge compares the response
-with the reference answer pairwise (a preference in [0, 1]) and Arena Hard Auto's judge gives
-one of five verdicts scored twice with the positions swapped (§4.1.1); here one graded
-rating per response. With a tiny local judge the scores are an illustration of the pipeline,
-not a finding.
+* ``judge_mode = "preference"`` (default): is the response as good as the reference answer,
+  yes or no (:data:`PREFERENCE_TEMPLATE`; :math:`Y(p) = 1` for yes — a win or tie against
+  the reference —, 0 for no), AlpacaEval's win indicator against its baseline;
+* ``judge_mode = "graded"``: a rating from 0 to 10 against the reference
+  (:data:`psens.backends.GRADED_JUDGE_TEMPLATE`, :math:`Y(p) = x / 10`).
+
+The judge sees the **original** instruction with every version's response, so only the
+response changes between the three verdicts of an instance. A reply without a readable
+verdict is an ``unparsed`` verdict and a failed call a ``failed`` one: both are NaN, left out
+of :math:`S_i` (which skips NaN), and counted in :func:`summarize` — never a score.
+
+This is a simplification of ProSA's protocol: AlpacaEval 2.0's judge gives the probability
+that it prefers the response to the reference answer (in [0, 1], length-controlled in LC
+AlpacaEval) and Arena Hard Auto's judge one of five verdicts, each scored twice with the
+positions swapped (§4.1.1); here one verdict per response, in one position. With a tiny local
+judge the scores are an illustration of the pipeline, not a finding.
 
 Config keys (TOML, ``method = "subjective"``)
 ---------------------------------------------
@@ -34,6 +40,8 @@ Config keys (TOML, ``method = "subjective"``)
                           ``judge_url`` (required)
 ``judge_url``             an OpenAI-compatible server root (``http://host:port/v1``); empty
                           (default): the local model ``judge`` in this process
+``judge_mode``            ``"preference"`` (yes/no against the reference, default) or
+                          ``"graded"`` (0–10)
 ``benchmark``             ``"alpaca"`` (AlpacaEval, default) or ``"arena"`` (Arena Hard Auto)
 ``versions``              the folder of ProSA's version files (default: the shipped
                           ``data/reference/prosa``)
@@ -75,8 +83,10 @@ from psens._validation import check_positive_int, fail
 
 __all__ = [
     "CONFIG",
+    "JUDGE_MODES",
     "JUDGE_NOTE",
     "METHOD",
+    "PREFERENCE_TEMPLATE",
     "SubjectiveConfig",
     "between_instance_null",
     "instructions",
@@ -89,6 +99,15 @@ __all__ = [
 METHOD = "subjective"
 WHERE = "psens subjective run"
 VERSIONS = (1, 2, 3)
+#: the judge prompt of ``judge_mode = "preference"`` (placeholders as in
+#: :class:`psens.backends.CallableJudge`); yes = as good as the reference (score 1)
+PREFERENCE_TEMPLATE = (
+    "Instruction: {question}\n"
+    "Reference answer: {reference}\n"
+    "Response: {response}\n\n"
+    "Is the response as good as the reference answer? Reply with one word: yes or no."
+)
+JUDGE_MODES = ("preference", "graded")
 #: what every chart and table of a run judged by a tiny local model says
 JUDGE_NOTE = "a 135M judge is an illustration, not a finding"
 #: per-(model, sample, version) text of the response and the verdict
@@ -103,6 +122,7 @@ class SubjectiveConfig(MethodConfig):
     models: list[str] = field(default_factory=list)
     judge: str = ""
     judge_url: str = ""
+    judge_mode: str = "preference"
     benchmark: str = "alpaca"
     versions: str = ""
     references: str = ""
@@ -130,6 +150,8 @@ class SubjectiveConfig(MethodConfig):
                 'Write e.g. judge_url = "http://127.0.0.1:8080/v1"',
             )
         check_models(list(self.models) + ([] if self.judge_url else [self.judge]), WHERE)
+        if self.judge_mode not in JUDGE_MODES:
+            fail(WHERE, f"judge_mode = {self.judge_mode!r}", f"Use one of {list(JUDGE_MODES)}")
         if self.benchmark not in ("alpaca", "arena"):
             fail(WHERE, f"benchmark = {self.benchmark!r}", 'Use "alpaca" or "arena"')
         for key in ("versions", "references"):
@@ -262,9 +284,11 @@ def _judge(cfg: SubjectiveConfig):
         client = OpenAIClient(cfg.judge_url, cfg.judge)
     else:
         client = _generator(cfg.judge, cfg, cfg.judge_max_new_tokens)
+    preference = cfg.judge_mode == "preference"
     return HTTPJudge(
         client,
-        mode="graded",
+        template=PREFERENCE_TEMPLATE if preference else None,
+        mode="binary" if preference else "graded",
         scale=10,
         batch_size=cfg.batch_size,
         max_tokens=cfg.judge_max_new_tokens,
@@ -429,6 +453,12 @@ def model_table(ds, *, n_boot: int = 2000, n_perm: int = 2000, ci: float = 0.95,
     return pd.DataFrame(rows)
 
 
+def _scores(ds) -> str:
+    if ds.attrs.get("judge_mode", "preference") == "graded":
+        return "0-10 rating / 10"
+    return "yes (1) / no (0): as good as the reference answer"
+
+
 def _p(p: float) -> str:
     return "< 0.001" if p < 0.001 else f"= {p:.3f}"
 
@@ -453,7 +483,7 @@ def summarize(ds) -> str:
             f"{r.between_instance_pss:.3f} (p {_p(r.p_value)})"
         )
     lines.append(
-        "S_i over the three versions (ProSA eq. 1) of the judge's 0-10 rating / 10; a PSS "
+        f"S_i over the three versions (ProSA eq. 1) of the judge's {_scores(ds)}; a PSS "
         "not below the between-instance one carries no per-instruction signal"
     )
     return "\n".join(lines)
@@ -495,7 +525,9 @@ def synthetic_run(
             else Verdict("ok", score=r / 10, raw_text=f"{int(r)}")
             for r, o in zip(rating, off, strict=True)
         ]
-    cfg = SubjectiveConfig(store="synthetic.nc", models=names, judge="synthetic-judge")
+    cfg = SubjectiveConfig(
+        store="synthetic.nc", models=names, judge="synthetic-judge", judge_mode="graded"
+    )
     ds = to_dataset(pd.DataFrame(items), responses, verdicts, cfg)
     ds.attrs.update(synthetic=True, seed=seed, judge_path="none (made-up verdicts)")
     return ds

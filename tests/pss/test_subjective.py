@@ -58,6 +58,7 @@ def _config(tmp_path, **over):
         "store": str(tmp_path / "subj.nc"),
         "models": ["smollm2-135m-instruct", "gemma3-270m"],
         "judge": "smollm2-135m-instruct",
+        "judge_mode": "graded",
         "samples": 5,
         **over,
     }
@@ -92,6 +93,39 @@ def test_run_stores_scores_s_i_and_records_off_format_verdicts_as_failures(tmp_p
     assert ds["prompt"].values[0, 1] == items["v2"].iloc[0]
     assert ds.attrs["judge_note"] == S.JUDGE_NOTE
     assert "local model in this process" in ds.attrs["judge_path"]
+
+
+class PreferenceJudge(FakeModel):
+    """Answers like FakeModel; as a judge "Yes." for "answer 2", "No, it is worse." for
+    "answer 1" and off-format for "answer 0"."""
+
+    def chat_many(self, conversations, **params):
+        if not any("Response: answer" in c[-1]["content"] for c in conversations):
+            return super().chat_many(conversations, **params)
+        replies = {"2": "Yes.", "1": "No, it is worse.", "0": "Let me think about it."}
+        return [
+            Response(
+                "ok",
+                replies[c[-1]["content"].split("Response: answer ")[1][0]],
+                f"j:{k}",
+                attempts=1,
+            )
+            for k, c in enumerate(conversations)
+        ]
+
+
+def test_preference_mode_scores_yes_1_no_0_and_keeps_off_format_replies_unscored(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(S, "_generator", lambda name, cfg, n: PreferenceJudge(name))
+    ds = S.run(_config(tmp_path, judge_mode="preference"), progress=False)
+    resp, status, score = (ds[k].values for k in ("response", "judge_status", "score"))
+    assert "as good as the reference answer" in S.PREFERENCE_TEMPLATE
+    np.testing.assert_array_equal(score[resp == "answer 2"], 1.0)
+    np.testing.assert_array_equal(score[resp == "answer 1"], 0.0)
+    assert (status[resp == "answer 0"] == "unparsed").all()
+    assert np.isnan(score[resp == "answer 0"]).all()
+    assert "yes (1) / no (0)" in S.summarize(ds)
 
 
 def test_summary_through_the_api_and_the_cli(tmp_path, fake_models, capsys):
@@ -202,9 +236,11 @@ def test_arena_reads_local_references_and_refuses_too_few(tmp_path):
     ("over", "needle"),
     [
         ({"benchmark": "mtbench"}, "benchmark"),
+        ({"judge_mode": "pairwise"}, "judge_mode"),
         ({"benchmark": "arena"}, "reference answers"),
         ({"judge_url": "localhost:8080"}, "judge_url"),
         ({"versions": "no/such/folder"}, "does not exist"),
+        ({"versions": "<an empty folder>"}, "lacks ProSA's version files"),
         ({"samples": 0}, "samples"),
         ({"judge": ""}, "judge"),
         ({"store": "x.zarr"}, ".nc"),
@@ -212,6 +248,8 @@ def test_arena_reads_local_references_and_refuses_too_few(tmp_path):
     ],
 )
 def test_bad_configs_are_refused_in_one_line_before_any_model(tmp_path, over, needle):
+    if over.get("versions") == "<an empty folder>":
+        over = {"versions": str(tmp_path)}
     with pytest.raises(ValueError, match=needle.replace(".", r"\.")) as info:
         _config(tmp_path, **over)
     assert "\n" not in str(info.value)
@@ -224,3 +262,68 @@ def test_bad_reference_files_are_refused(tmp_path):
     cfg = _config(tmp_path, benchmark="arena", versions=str(folder), references=str(bad), samples=2)
     with pytest.raises(ValueError, match="no records with an instance"):
         S.instructions(cfg)
+
+
+def _shipped_run_module():
+    from tests.dbsa.test_run import _shipped_run_module as load
+
+    return load()
+
+
+def test_shipped_run_regenerates_and_compares_a_subjective_run(tmp_path, fake_models):
+    """scripts/shipped_run.py runs a subjective config into its file and --check's compare
+    finds no difference on a rerun, and the changed items of another seed."""
+    module = _shipped_run_module()
+    config = tmp_path / "pss-x.toml"
+    config.write_text(
+        'method = "subjective"\nstore = "x.nc"\nmodels = ["gemma3-270m"]\n'
+        'judge = "smollm2-135m-instruct"\njudge_mode = "graded"\nsamples = 4\n'
+    )
+    got = module.regenerate(config, tmp_path / "a.nc")
+    assert got["bytes"] > 0
+    module.regenerate(config, tmp_path / "b.nc")
+    assert module.compare(tmp_path / "a.nc", tmp_path / "b.nc") == []
+    config.write_text(config.read_text() + "seed = 1\n")
+    module.regenerate(config, tmp_path / "c.nc")
+    diffs = module.compare(tmp_path / "a.nc", tmp_path / "c.nc")
+    assert "sample" in diffs and "attrs['seed']" in diffs
+
+
+def test_every_shipped_config_has_its_file_and_the_pss_ones_are_what_notebook_09_reads(capsys):
+    from psens import open_run
+    from psens.config import RunConfig
+    from psens.pss import is_pss_run
+    from tests.support import ROOT
+
+    runs = ROOT / "data" / "runs"
+    for config in sorted(runs.glob("*.toml")):
+        assert (runs / f"{config.stem}.nc").is_file(), f"{config.stem}.nc is not shipped"
+        assert (runs / f"{config.stem}.nc").stat().st_size <= 5 * 2**20
+    for name in ("pss-arc", "pss-csqa"):
+        cfg = method_runs.load(runs / f"{name}.toml")
+        assert isinstance(cfg, RunConfig) and cfg.n_vars == 0 and list(cfg.shots) == [0, 1, 3]
+        ds = open_run(runs / f"{name}.nc")
+        assert is_pss_run(ds) and dict(ds.sizes)["template"] == 12
+        assert (ds["status"].values == 1).all()
+        assert main(["summary", str(runs / f"{name}.nc")]) == 0
+        out = capsys.readouterr().out
+        for model in ds["model"].values:  # PSS, accuracy and confidence per model and shot
+            line = next(x for x in out.splitlines() if x.strip().startswith(f"{model}:"))
+            for shot in (0, 1, 3):
+                assert f"{shot}-shot PSS " in line
+            assert line.count("accuracy ") == 3 and line.count("confidence ") == 3
+    sub = method_runs.open_run(runs / "pss-alpaca.nc")
+    assert dict(sub.sizes) == {"model": 2, "sample": 12, "version": 3}
+    assert sub.attrs["judge_note"] == S.JUDGE_NOTE
+    assert main(["summary", str(runs / "pss-alpaca.nc")]) == 0
+    assert S.JUDGE_NOTE in capsys.readouterr().out
+
+
+def test_the_synthetic_run_is_labelled_and_has_the_run_layout():
+    ds = S.synthetic_run(n_samples=12)
+    assert ds.attrs["synthetic"] and S.summarize(ds).startswith("SYNTHETIC DATA")
+    assert dict(ds.sizes) == {"model": 2, "sample": 12, "version": 3}
+    status = ds["judge_status"].values
+    assert (status == "unparsed").any() and np.isnan(ds["score"].values[status != "ok"]).all()
+    ref = [[literal_s_i(list(ds["score"].values[m, s])) for s in range(12)] for m in range(2)]
+    np.testing.assert_allclose(ds["S_i"].values, ref, equal_nan=True)
