@@ -400,7 +400,7 @@ for completion in ("    return 2 * x\n", "    return x\n", "    while True:\n   
 #
 # For open-ended chat prompts ProSA rewrites each prompt twice with an LLM, has a judge (GPT-4-1106-preview) score every response against the benchmark's reference answer, and computes PSS over the three versions with graded scores (AlpacaEval gives a preference in [0, 1]; Arena Hard Auto's five verdicts map to 0, 0.25, 0.5, 0.75, 1). **The paper's claim** (tab. 2): subjective PSS of 0.249–0.266 on Arena Hard Auto for its five 8B–72B chat models, against 0.275 for the table's reference row; the text calls Arena Hard more sensitive than AlpacaEval although the caption says the two cannot be compared directly.
 #
-# The shipped run `data/runs/pss-alpaca.nc` (config `pss-alpaca.toml`, module `psens.pss.subjective`): 12 AlpacaEval instructions in ProSA's three published versions (`data/reference/prosa/`), a greedy response of both models to each (≤ 64 tokens), each rated 0–10 against AlpacaEval's GPT-4-1106-preview baseline answer (cut to 600 characters) by **SmolLM2-135M-Instruct as judge**, run in this process through the same OpenAI chat interface (`psens.backends.HTTPJudge`) that `judge_url = "http://…/v1"` sends to a server. One graded rating per response — not AlpacaEval's pairwise preference, nor Arena Hard's position-swapped verdicts (Arena Hard's baseline answers are not installable offline; `benchmark = "arena"` with `references = FILE` runs it). A reply without a readable number is recorded as `unparsed`, a failed call as `failed`: neither becomes a score. **A 135M judge is an illustration, not a finding.**
+# The shipped run `data/runs/pss-alpaca.nc` (config `pss-alpaca.toml`, module `psens.pss.subjective`): 12 AlpacaEval instructions in ProSA's three published versions (`data/reference/prosa/`), a greedy response of both models to each (≤ 64 tokens), each judged by **SmolLM2-135M-Instruct** against AlpacaEval's GPT-4-1106-preview baseline answer (cut to 300 characters): "is the response as good as the reference answer? yes or no" — $Y(p) = 1$ for yes, 0 for no, AlpacaEval's win indicator (`judge_mode = "preference"`; a 0–10 rating, `judge_mode = "graded"`, left 34 of 36 replies per model of this judge unreadable). The judge runs in this process through the same OpenAI chat interface (`psens.backends.HTTPJudge`) that `judge_url = "http://…/v1"` sends to a server. One verdict per response in one position — not AlpacaEval's preference probability, nor Arena Hard's position-swapped five-way verdicts (Arena Hard's baseline answers are not installable offline; `benchmark = "arena"` with `references = FILE` runs it). A reply without a readable yes or no is recorded as `unparsed`, a failed call as `failed`: neither becomes a score. **A 135M judge is an illustration, not a finding.**
 #
 # The reference for the PSS is the **between-instance PSS**: the PSS of the same scores with each version's column shuffled over the instructions (`psens.pss.subjective.between_instance_null`, with a one-sided permutation p-value). A PSS not below it says the judge's scores do not tell one instruction's responses from another's: the PSS then measures the judge's noise, not the model's prompt sensitivity.
 
@@ -451,7 +451,7 @@ alt.layer(
 )
 
 # %% [markdown]
-# One instruction in its three versions, each model's response and the judge's reply (the score is the reply's number / 10; `unparsed` replies have none):
+# One instruction in its three versions, each model's response and the judge's reply (score 1 for yes, 0 for no; `unparsed` replies have none):
 
 # %%
 first_sub = str(sub["sample"].values[0])
@@ -487,14 +487,15 @@ for r in sub_table.itertuples():
         f"{used:.0%} of the verdicts usable; between-instance PSS {r.between_instance_pss:.3f} "
         + ("(p < 0.001): " if r.p_value < 0.001 else f"(p = {r.p_value:.3f}): ")
         + (
-            "below it, so the scores separate instructions"
+            "below it: the scores separate instructions — as they would, too, if the judge read "
+            "only the instruction and the reference, which its three verdicts share"
             if below
             else "not below it: the scores carry no per-instruction signal, so this PSS is "
             "the judge's noise, not the model's sensitivity"
         )
     )
 sub_lines.append(
-    "ProSA's 0.249-0.266 (tab. 2) come from a GPT-4 judge on 8B-72B chat models with "
+    "ProSA's 0.249-0.266 (tab. 2) come from a GPT-4 judge on 8B-72B chat models with graded "
     "pairwise verdicts: the numbers here (judge, scale, models) are not comparable with them"
     + (f"; {subj.JUDGE_NOTE}" if sub.attrs.get("judge_note") else "")
 )
