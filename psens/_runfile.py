@@ -1,11 +1,11 @@
-"""The run files of the output-level methods (EAS, DBSA): the config base class and its
-checks, the attrs, writing and opening. :mod:`psens.method_runs` is the entry point (load,
-run, summarize).
+"""The run files of the output-level methods (EAS, DBSA, subjective PSS): the config base
+class and its checks, the attrs, writing and opening. :mod:`psens.method_runs` is the entry
+point (load, run, summarize).
 
 A method run is written in one go as a netCDF file marked with the attrs ``psens_method``
-(``"eas"``, ``"dbsa"``) and ``psens_method_version``; :func:`open_run` opens an EAS file as
-an :class:`xarray.Dataset` and a DBSA file as an :class:`xarray.DataTree` (one group per
-prompt and model).
+(``"eas"``, ``"dbsa"``, ``"subjective"``) and ``psens_method_version``; :func:`open_run`
+opens an EAS or subjective PSS file as an :class:`xarray.Dataset` and a DBSA file as an
+:class:`xarray.DataTree` (one group per prompt and model).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ METHOD_ATTR = "psens_method"
 VERSION_ATTR = "psens_method_version"
 VERSION = 1
 #: the methods with a stored run of their own (IPS runs are psens.store stores)
-METHODS = ("eas", "dbsa")
+METHODS = ("eas", "dbsa", "subjective")
 
 
 @dataclass
@@ -86,6 +86,14 @@ class MethodConfig:
             fail(where, f"seed = {self.seed!r}", "Use an integer seed")
         if self.threads is not None:
             check_positive_int(self.threads, where, "threads")
+
+    def check_judge(self, where: str) -> None:
+        """``judge`` a non-empty model name (the EAS and subjective PSS judges)."""
+        judge = getattr(self, "judge", None)
+        if not isinstance(judge, str) or not judge.strip():
+            fail(
+                where, f"judge = {judge!r}", 'Name the judge, e.g. judge = "smollm2-135m-instruct"'
+            )
 
 
 def check_models(names: list[str], where: str) -> None:
@@ -206,7 +214,7 @@ def method_of(path: str | os.PathLike) -> str | None:
 
 
 def is_method_run(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is an EAS or DBSA run file."""
+    """Whether ``path`` is an EAS, DBSA or subjective PSS run file."""
     return method_of(path) in METHODS
 
 
@@ -220,8 +228,8 @@ def _object_text(ds):
 
 
 def open_run(path: str | os.PathLike):
-    """Open an EAS run (Dataset) or a DBSA run (DataTree), loaded into memory, text as
-    object arrays; anything else is refused with the fix."""
+    """Open an EAS or subjective PSS run (Dataset) or a DBSA run (DataTree), loaded into
+    memory, text as object arrays; anything else is refused with the fix."""
     import xarray as xr
 
     where = "psens.method_runs.open_run"
@@ -232,10 +240,10 @@ def open_run(path: str | os.PathLike):
     if method not in METHODS:
         fail(
             where,
-            f"{path} is not an EAS or DBSA run (no {METHOD_ATTR} attr)",
+            f"{path} is not an EAS, DBSA or subjective PSS run (no {METHOD_ATTR} attr)",
             "Open IPS runs with psens.open_run; write method runs with psens run CONFIG",
         )
-    if method == "eas":
+    if method != "dbsa":  # EAS and subjective PSS runs are one Dataset
         with xr.open_dataset(path, engine="h5netcdf") as ds:
             out = _object_text(ds.load())
     else:

@@ -1,9 +1,9 @@
-"""Command line: ``psens run CONFIG`` (an IPS run, or an EAS / DBSA run when the config says
-``method = "eas"`` / ``"dbsa"``), ``psens summary STORE`` (a zarr store, its netCDF
-export, or an EAS / DBSA run file), ``psens export STORE OUT.nc [--overwrite]`` (replaces
-only an earlier export), ``psens verify STORE``, ``psens plan CONFIG [--offline]
-[--calibrate]`` (also ``psens run --plan CONFIG``: what the run costs, per model, without
-loading weights; :mod:`psens.plan`).
+"""Command line: ``psens run CONFIG`` (an IPS run, or an EAS / DBSA / subjective PSS run when
+the config says ``method = "eas"`` / ``"dbsa"`` / ``"subjective"``), ``psens summary STORE``
+(a zarr store, its netCDF export, or a method run file), ``psens export STORE OUT.nc
+[--overwrite]`` (replaces only an earlier export), ``psens verify STORE``, ``psens plan
+CONFIG [--offline] [--calibrate]`` (also ``psens run --plan CONFIG``: what the run costs, per
+model, without loading weights; :mod:`psens.plan`).
 
 Exit codes: 0 success; 1 ``psens verify`` found damage; 2 a refused input (the message says
 what is wrong and how to fix it); 130 ``psens run`` interrupted (Ctrl-C): one line says how
@@ -87,7 +87,7 @@ def _dispatch(args) -> int:
         from psens import method_runs
 
         cfg = method_runs.load(args.config)
-        if not isinstance(cfg, RunConfig):  # an EAS or DBSA run: written in one go
+        if not isinstance(cfg, RunConfig):  # a method run: written in one go
             if args.scheduler or args.report:
                 print(
                     f"error: psens run: --scheduler and --report are for IPS runs, not "
@@ -123,7 +123,7 @@ def _dispatch(args) -> int:
     if args.command == "summary":
         from psens import method_runs
 
-        if method_runs.is_method_run(args.store):  # an EAS or DBSA run file
+        if method_runs.is_method_run(args.store):  # an EAS, DBSA or subjective PSS run file
             print(method_runs.summarize(method_runs.open_run(args.store)))
             return 0
         print(summarize(store.open_run(args.store, verify=True)))

@@ -1,9 +1,10 @@
-"""Stored runs of the output-level methods (EAS, DBSA) beside the IPS runs.
+"""Stored runs of the output-level methods (EAS, DBSA, subjective PSS) beside the IPS runs.
 
-An IPS run is a resumable zarr store (:mod:`psens.store`, :func:`psens.run`). EAS and DBSA
-runs are small and are written in one go as a netCDF file marked with the attrs
-``psens_method`` (``"eas"``, ``"dbsa"``) and ``psens_method_version``
-(:mod:`psens._runfile`). Their TOML configs say ``method = "eas"`` or ``method = "dbsa"``;
+An IPS run is a resumable zarr store (:mod:`psens.store`, :func:`psens.run`). EAS, DBSA and
+subjective PSS runs are small and are written in one go as a netCDF file marked with the
+attrs ``psens_method`` (``"eas"``, ``"dbsa"``, ``"subjective"``) and
+``psens_method_version`` (:mod:`psens._runfile`). Their TOML configs say ``method = "eas"``,
+``"dbsa"`` or ``"subjective"`` (:mod:`psens.pss.subjective`);
 a config without ``method`` (or with ``method = "ips"``) is an IPS run. One entry point for
 all of them:
 
@@ -32,6 +33,8 @@ def _module(method: str):
         from psens.eas import run as module
     elif method == "dbsa":
         from psens.dbsa import run as module
+    elif method == "subjective":
+        from psens.pss import subjective as module
     else:
         fail(WHERE, f"method = {method!r} is not known", f"Use one of {['ips', *METHODS]}")
     return module
@@ -47,11 +50,12 @@ def load(path: str | os.PathLike):
     if method == "ips":
         return RunConfig.from_dict(raw)
     module = _module(str(method))
-    return getattr(module, f"{method.upper()}Config").from_dict({**raw, "method": method})
+    return module.CONFIG.from_dict({**raw, "method": method})
 
 
 def run(cfg, out: str | os.PathLike | None = None, *, progress: bool = True):
-    """Run an EAS or DBSA config and write its file (``out``, default its ``store``)."""
+    """Run an EAS, DBSA or subjective PSS config and write its file (``out``, default its
+    ``store``)."""
     return _module(cfg.method).run(cfg, out, progress=progress)
 
 

@@ -1,12 +1,13 @@
 """Regenerate (or check) the real runs shipped in ``data/runs/``.
 
 Each ``data/runs/<name>.toml`` is a ``psens run`` config; this script runs it from scratch
-— an IPS run into its store (``runs/shipped/<name>.zarr``), exported to
-``data/runs/<name>.nc``; an EAS or DBSA run (``method = "eas"`` / ``"dbsa"``) straight into
-``data/runs/<name>.nc`` — the files the notebooks and widgets open by default. ``--check``
-exports into a temporary folder and compares every array with the committed file instead
-(exit code 1 on any difference), so "regenerates bit for bit" is something a user can
-verify. Prints the CPU, the wall and CPU time per run and the file sizes.
+— an IPS run (PSS runs included: ``n_vars = 0``) into its store
+(``runs/shipped/<name>.zarr``), exported to ``data/runs/<name>.nc``; a method run
+(``method = "eas"`` / ``"dbsa"`` / ``"subjective"``) straight into ``data/runs/<name>.nc``
+— the files the notebooks and widgets open by default. ``--check`` exports into a
+temporary folder and compares every array with the committed file instead (exit code 1 on
+any difference), so "regenerates bit for bit" is something a user can verify. Prints the
+CPU, the wall and CPU time per run and the file sizes.
 
     python scripts/shipped_run.py            # regenerate every run (make shipped-run)
     python scripts/shipped_run.py --check    # recompute and compare with data/runs/*.nc
@@ -30,7 +31,7 @@ RUNS = ROOT / "data" / "runs"
 
 def regenerate(config: Path, out: Path) -> dict:
     """Run ``config`` from scratch (an IPS run into its ``store``, then exported to ``out``;
-    an EAS or DBSA run straight into ``out``)."""
+    a method run straight into ``out``)."""
     import psens
     from psens import method_runs, store
     from psens.config import RunConfig

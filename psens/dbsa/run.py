@@ -48,7 +48,7 @@ import pandas as pd
 from psens._runfile import MethodConfig, check_models, method_attrs
 from psens._validation import check_in_interval, check_positive_int, fail
 
-__all__ = ["METHOD", "DBSAConfig", "read_prompts", "results", "run", "summarize"]
+__all__ = ["CONFIG", "METHOD", "DBSAConfig", "read_prompts", "results", "run", "summarize"]
 
 METHOD = "dbsa"
 WHERE = "psens dbsa run"
@@ -137,6 +137,10 @@ class DBSAConfig(MethodConfig):
         """The texts to run, in file order."""
         texts, _ = read_prompts(self.prompts)
         return [t for t in texts if self.texts is None or t in self.texts]
+
+
+#: the config class of this method (what :func:`psens.method_runs.load` builds)
+CONFIG = DBSAConfig
 
 
 def _backend(model: str, cfg: DBSAConfig):

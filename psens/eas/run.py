@@ -49,7 +49,7 @@ import pandas as pd
 from psens._runfile import MethodConfig, check_dataset_names, check_models, method_attrs
 from psens._validation import check_positive_int, fail
 
-__all__ = ["METHOD", "EASConfig", "rows", "run", "summarize"]
+__all__ = ["CONFIG", "METHOD", "EASConfig", "rows", "run", "summarize"]
 
 METHOD = "eas"
 WHERE = "psens eas run"
@@ -97,16 +97,15 @@ class EASConfig(MethodConfig):
     def check(self) -> None:
         """Cheap checks, before any model is loaded or item read."""
         self.check_common(WHERE)
-        if not isinstance(self.judge, str) or not self.judge.strip():
-            fail(
-                WHERE,
-                f"judge = {self.judge!r}",
-                'Name a local model, e.g. judge = "smollm2-135m-instruct"',
-            )
+        self.check_judge(WHERE)
         check_models([*self.models, self.judge], WHERE)
         check_dataset_names(self.datasets, WHERE)
         for key in ("samples", "max_new_tokens", "judge_max_new_tokens", "batch_size"):
             check_positive_int(getattr(self, key), WHERE, key)
+
+
+#: the config class of this method (what :func:`psens.method_runs.load` builds)
+CONFIG = EASConfig
 
 
 def _items(cfg: EASConfig) -> dict[str, list]:

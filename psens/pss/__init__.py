@@ -10,6 +10,9 @@
   (``templates = "prosa"`` in a run config);
 * :mod:`psens.pss.runs` — analyses of a stored PSS run (``n_vars = 0``): instance ``S_i``
   vs decoding confidence with a bootstrap CI, PSS by shot count against zero shots;
+* :mod:`psens.pss.subjective` — the stored subjective PSS run (§4, ``method =
+  "subjective"``): ProSA's three prompt versions, responses, a judge through the OpenAI chat
+  interface, the between-instance reference;
 * the 12 prompt variants (``P01``–``P12``) are rendered by :func:`psens.variants.render_variant`.
 
 References

@@ -159,7 +159,7 @@ def test_open_run_refuses_what_is_not_a_method_run(tmp_path):
     other = tmp_path / "other.nc"
     other.write_bytes(b"not a netcdf file")
     assert method_runs.method_of(other) is None
-    with pytest.raises(ValueError, match="is not an EAS or DBSA run"):
+    with pytest.raises(ValueError, match="is not an EAS, DBSA or subjective PSS run"):
         method_runs.open_run(other)
 
 
