@@ -30,10 +30,7 @@ import json
 import os
 import platform
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from psens.models.spec import ModelSpec
+from typing import Any
 
 __all__ = [
     "BATCH_MEMORY_SHARE",
@@ -203,9 +200,10 @@ def largest_batch(
     return int(min(cap, max(1, fits)))
 
 
-def model_params(spec: ModelSpec) -> tuple[float | None, float | None]:
-    """``(parameters, active parameters)`` of a model, without loading it (None, None when
-    unknown: a served model, or a hub id the model table does not list).
+def model_params(spec: Any) -> tuple[float | None, float | None]:
+    """``(parameters, active parameters)`` of a model (a :class:`psens.models.spec.ModelSpec`),
+    without loading it (None, None when unknown: a served model, or a hub id the model table
+    does not list).
 
     From the model table (``params``, ``active_params``, billions), else a folder's
     ``config.json`` (:math:`12 L d^2 + V d`) or a GGUF file's size (2 bytes per parameter).
