@@ -1113,6 +1113,9 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
         ds = _open_or_create(plan, overwrite, {"batch_size": batch, "loading": loading})
         run_id = ds.attrs.get("run_id")  # None for stores of an older psens
         if resuming:
+            # the batch the store was started with (an "auto" batch may differ here)
+            batch = int(ds.attrs.get("batch_size", batch))
+            scoring = dataclasses.replace(cfg, batch_size=batch)
             store.remove_leftovers(cfg.store)
             _recompute_damaged(cfg.store, run_id, say)
         status = ds["status"].values

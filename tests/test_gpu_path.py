@@ -57,6 +57,17 @@ def test_auto_placement_gives_the_default_values(assets, default_run, tmp_path, 
     recorded = json.loads(ds.attrs["loading"])
     assert recorded == {str(name): {"dtype": "float32", "attn_implementation": "sdpa"}}
     assert json.loads(ds.attrs["config"])["batch_size"] == "auto"  # the config as written
+    # a resume on a machine with more memory goes on with the store's batch
+    monkeypatch.setattr(hardware, "free_memory", lambda d: (1e12, "a large machine"))
+    psens.store.write_block(
+        cfg["store"], 0, 1, {"status": psens.store.PENDING}, run_id=ds.attrs["run_id"]
+    )
+    used = []
+    real = runner._scorer
+    monkeypatch.setattr(runner, "_scorer", lambda c, *a: used.append(c.batch_size) or real(c, *a))
+    again = psens.run(cfg, progress=False, quiet=True).load()
+    assert used and set(used) == {3} and again.attrs["batch_size"] == 3
+    _same_values(default_run, again)
 
 
 def test_auto_batch_literal():

@@ -665,6 +665,11 @@ def load_model_and_tokenizer(
         "load_seconds": time.perf_counter() - t0,
         "dtype": settings["dtype"],
         "attn_implementation": settings["attn_implementation"],
-        "device_map": getattr(model, "hf_device_map", None) if device == "auto" else None,
+        # transformers keeps a one-device map to itself (it dispatches only over several)
+        "device_map": (
+            getattr(model, "hf_device_map", None) or {"": str(model.device)}
+            if device == "auto"
+            else None
+        ),
     }
     return model, tok, info
