@@ -9,14 +9,16 @@ returns one :class:`ModelCost` per model, from the cost model of
 
 * **forward passes**: the model's masked prompts (:meth:`psens.runner.Plan.forward_passes`);
 * **time**: :func:`psens.runner.model_seconds`, the FLOP model the run prints before its
-  first block (:func:`psens.runner.estimate`): per masked prompt of :math:`T` tokens on a
-  model of :math:`P` parameters (a MoE model's active parameters)
+  first block (:func:`psens.runner.estimate`): per token computed on a model of :math:`P`
+  forward parameters (non-embedding; a MoE model's active ones,
+  :func:`psens.models.hardware.forward_params`)
 
-  .. math:: t = \frac{2\,P\,T}{R_{d,\mathrm{dtype}}}
+  .. math:: t = \frac{2\,P}{R_{d,\mathrm{dtype}}}
 
-  with :math:`R` the device's throughput at the run's dtype (:data:`THROUGHPUT`), plus the
-  unmasked predictions and the loads; a served model has no local cost (its server's speed
-  is not known here);
+  with :math:`R` the device's throughput at the run's dtype (:data:`THROUGHPUT`); the tokens
+  computed are the prefix tree's (shared prefixes once, :func:`psens.runner.prompt_work`),
+  the unmasked predictions' and the noise floor's, plus the loads; a served model has no
+  local cost (its server's speed is not known here);
 * **memory**: :func:`psens.models.hardware.memory_bytes`, :math:`P\,b + B\,T\,2\,L\,d\,b`
   (the weights at :math:`b` bytes per parameter and the keys and values of one batch of
   :math:`B` prompts, ``batch_size`` or the one ``"auto"`` picks,
@@ -52,7 +54,7 @@ from psens._validation import fail
 from psens.config import RunConfig
 from psens.models import hardware
 from psens.models.hardware import BYTES, CHARS_PER_TOKEN, THROUGHPUT, cpu_name, flop_seconds
-from psens.runner import ASSUMED_TOKENS, PREDICT_PROMPTS, Plan, _dtype_name
+from psens.runner import ASSUMED_TOKENS, Plan, _dtype_name
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -237,7 +239,8 @@ def calibrate(rp: RunPlan) -> RunPlan:
     the run's scorer (:func:`psens.runner._scorer`, the run's device, dtype and batch)
     scores the first ``batch`` masked prompts of the first item and template (after one
     warm-up call); the measured rate :math:`r` (masked prompts per second) gives the
-    effective throughput :math:`R = 2\,P\,T\,r` of the model, and its time is
+    effective throughput :math:`R = 2\,P\,W r / 2^n` of the model (:math:`W`: the tokens the
+    prefix tree computes for the prompt, :func:`psens.runner.prompt_work`), and its time is
     :func:`psens.runner.model_seconds` at that throughput (the header prints the first
     calibrated model's). Loads weights: the plan's other columns are computed without.
     """
@@ -246,7 +249,7 @@ def calibrate(rp: RunPlan) -> RunPlan:
 
     import numpy as np
 
-    from psens.runner import _model_scale, _scorer, model_seconds
+    from psens.runner import _model_scale, _scorer, model_seconds, prompt_work
 
     cfg = dataclasses.replace(rp.config, batch_size=rp.batch)
     plan = _items_plan(cfg, offline=True)
@@ -264,8 +267,9 @@ def calibrate(rp: RunPlan) -> RunPlan:
         start = time.perf_counter()
         scorer.value(item, plan.templates[0], masks, **args)
         rate = len(masks) / max(time.perf_counter() - start, 1e-9)
-        measured = 2.0 * _model_scale(spec) * m.tokens * rate
-        m.seconds = model_seconds(plan, spec, m.tokens, measured)
+        tree = prompt_work(plan)[0][0, 0, 0] / (1 << len(variables))  # tokens per prompt
+        measured = 2.0 * _model_scale(spec) * tree * rate
+        m.seconds = model_seconds(plan, spec, measured)
         if not rp.calibrated:
             rp.throughput = measured
             rp.calibrated = True
@@ -316,8 +320,8 @@ def format_plan(rp: RunPlan) -> str:
             "per prompt assumed"
         )
     lines.append(
-        f"time = 2 x params x {rp.models[0].tokens:.0f} tokens x (masked prompts + "
-        f"{PREDICT_PROMPTS:.0f} per prediction) / throughput, plus the loads"
+        "time = 2 x params x tokens computed (shared prefixes once, predictions, noise "
+        f"floor) / throughput, plus the loads; {rp.models[0].tokens:.0f} tokens per prompt"
         if rp.models
         else "no models"
     )

@@ -68,10 +68,6 @@ __all__ = [
 #: parameters takes ``max(1, P / REFERENCE_PARAMS)`` times as long.
 LOAD_SECONDS = 10.0
 REFERENCE_PARAMS = 0.135e9
-#: One unmasked prediction (greedy answer, hidden states, full logits) costs as much as this
-#: many masked prompts: 0.4 s per prediction at 40 masked prompts/s, both measured with the
-#: 135M reference model on one 2-core CPU.
-PREDICT_PROMPTS = 16.0
 #: Tokens per masked prompt assumed when the dataset is not on this machine (``psens plan
 #: --offline``).
 ASSUMED_TOKENS = 256.0
@@ -277,11 +273,12 @@ class Plan:
 
 
 def _model_scale(spec: ModelSpec) -> float:
-    """Parameters per token of a model's forward pass in the FLOP model (the active ones of
-    a MoE model; the 135M reference for a served or unknown model)."""
-    from psens.models.hardware import model_params
+    """Parameters per token of a model's forward pass in the FLOP model
+    (:func:`psens.models.hardware.forward_params`; the 135M reference for a served or
+    unknown model)."""
+    from psens.models.hardware import forward_params
 
-    return model_params(spec)[1] or REFERENCE_PARAMS
+    return forward_params(spec) or REFERENCE_PARAMS
 
 
 def _dtype_name(dtype: str | None) -> str:
@@ -314,23 +311,80 @@ def throughput(cfg: RunConfig, dtype: str) -> float:
     return THROUGHPUT[placement(cfg.device)][dtype]
 
 
-def model_seconds(
-    plan: Plan, spec: ModelSpec, tokens: float | None = None, measured: float | None = None
-) -> float | None:
+def prompt_work(plan: Plan) -> tuple[np.ndarray, np.ndarray]:
+    r"""Tokens computed per (sample, shot, template): the prefix tree's and the prediction's.
+
+    The masked prompts of a prompt of :math:`L` tokens whose variables start at tokens
+    :math:`s_1 < \dots < s_n` share their prefixes (:class:`psens.models.Scorer`'s tree
+    walk): the part before :math:`s_1` is computed once and the part between :math:`s_j`
+    and :math:`s_{j+1}` (:math:`s_{n+1} = L`) once per distinct prefix, :math:`2^j` times,
+
+    .. math:: W = s_1 + \sum_{j=1}^{n} 2^j\,(s_{j+1} - s_j),
+
+    against :math:`2^n L` without sharing (the prefix-sharing factor is their ratio); the
+    unmasked prediction computes the :math:`L` tokens once more. Positions are characters
+    divided by :data:`psens.models.hardware.CHARS_PER_TOKEN` (no tokenizer is loaded);
+    without prompts (a dataset not on this machine) every prompt has
+    :data:`ASSUMED_TOKENS` and no sharing. Returns ``(tree, prediction)``, each
+    ``[sample, shot, template]``.
+    """
+    cached = plan.__dict__.get("_work")
+    if cached is not None:
+        return cached
+    from psens import prompts
+    from psens.models.hardware import CHARS_PER_TOKEN
+
+    shape = (len(plan.items), len(plan.shot_keys), len(plan.templates))
+    tree, full = np.empty(shape), np.empty(shape)
+    for s in range(shape[0]):
+        for h, k in enumerate(plan.shot_keys):
+            for t, name in enumerate(plan.templates):
+                if plan.prompts is None:
+                    n = len(plan.variables[s])
+                    tree[s, h, t] = full[s, h, t] = ASSUMED_TOKENS
+                    tree[s, h, t] *= 1 << n
+                    continue
+                shown, shown_vars = plan.version(s, name)
+                r = prompts.render_spans(shown, name, shots=plan.shots[k])
+                starts = sorted(a for a, _ in prompts.prompt_spans(r, shown_vars))
+                bounds = [*starts, len(r.text)]
+                chars = bounds[0] + sum(
+                    (1 << j) * (bounds[j] - bounds[j - 1]) for j in range(1, len(bounds))
+                )
+                if not shown_vars:  # predictions only: no masked prompts
+                    chars = 0
+                tree[s, h, t], full[s, h, t] = chars, len(r.text)
+    plan.__dict__["_work"] = out = (tree / CHARS_PER_TOKEN, full / CHARS_PER_TOKEN)
+    return out
+
+
+def block_work(plan: Plan, sample: int, spec: ModelSpec) -> float:
+    r"""Tokens one block computes, counted at the model's dtype (:func:`prompt_work`):
+    :math:`\sum (W + L) + \sum W\,R / R_f` over its shots and templates, the second term
+    the noise floor's scoring at its dtype's throughput :math:`R_f` (:func:`throughput`)."""
+    from psens.models.loading import resolve_dtype
+
+    tree, full = prompt_work(plan)
+    work = float(tree[sample].sum() + full[sample].sum())
+    cfg = plan.cfg
+    if cfg.floor_dtype and not spec.is_served:
+        main = throughput(cfg, resolve_dtype(spec.source, cfg.dtype))
+        work += float(tree[sample].sum()) * main / throughput(cfg, cfg.floor_dtype)
+    return work
+
+
+def model_seconds(plan: Plan, spec: ModelSpec, measured: float | None = None) -> float | None:
     r"""The time of one model's share of a run, from the FLOP model (None: a served model,
     whose speed is its server's).
 
-    .. math:: t = \frac{2 P T (N + K\,c)}{R} + \frac{2 P T N_f}{R_f}
-              + n\,t_\mathrm{load}\,\max(1, P / P_\mathrm{ref})
+    .. math:: t = \frac{2 P \sum_b w_b}{R} + n\,t_\mathrm{load}\,\max(1, P / P_\mathrm{ref})
 
-    :math:`P` the model's (active) parameters, :math:`T` the tokens per masked prompt
-    (:func:`prompt_tokens`), :math:`N` its masked prompts, :math:`K` its unmasked
-    predictions at :math:`c` = :data:`PREDICT_PROMPTS` masked prompts each, :math:`R` the
-    device's throughput at the model's dtype (:func:`throughput`; ``measured``: a rate
-    measured at that dtype), :math:`N_f` and :math:`R_f` the noise floor's second scoring and
-    its dtype's throughput (scaled like :math:`R` when measured), and :math:`n` loads of
-    :data:`LOAD_SECONDS` (two with a noise floor). ``psens plan`` prints it per model and
-    :func:`estimate` sums it.
+    :math:`P` the forward pass's parameters (:func:`psens.models.hardware.forward_params`),
+    :math:`w_b` the tokens block :math:`b` computes (:func:`block_work`: the prefix tree's,
+    the predictions', the noise floor's), :math:`R` the device's throughput at the model's
+    dtype (:func:`throughput`; ``measured``: a rate measured at that dtype), and :math:`n`
+    loads of :data:`LOAD_SECONDS` (two with a noise floor). ``psens plan`` prints it per
+    model and :func:`estimate` sums it.
     """
     from psens.models.hardware import flop_seconds
     from psens.models.loading import resolve_dtype
@@ -339,17 +393,12 @@ def model_seconds(
         return None
     cfg = plan.cfg
     params = _model_scale(spec)
-    tokens = prompt_tokens(plan) if tokens is None else tokens
+    work = sum(block_work(plan, s, spec) for s in range(len(plan.items)))
+    rate = throughput(cfg, resolve_dtype(spec.source, cfg.dtype)) if measured is None else measured
     scorings = 2 if cfg.floor_dtype else 1
-    masked = plan.forward_passes() / len(cfg.models) / scorings
-    predictions = len(plan.items) * len(plan.shot_keys) * len(plan.templates)
-    table = throughput(cfg, resolve_dtype(spec.source, cfg.dtype))
-    rate = table if measured is None else measured
-    t = flop_seconds(params, tokens, masked + predictions * PREDICT_PROMPTS, rate)
-    if cfg.floor_dtype:
-        floor_rate = throughput(cfg, cfg.floor_dtype) * rate / table
-        t += flop_seconds(params, tokens, masked, floor_rate)
-    return t + LOAD_SECONDS * scorings * max(1.0, params / REFERENCE_PARAMS)
+    return flop_seconds(params, work, 1, rate) + LOAD_SECONDS * scorings * max(
+        1.0, params / REFERENCE_PARAMS
+    )
 
 
 def resolve_batch(plan: Plan, free: float | None = None) -> int:
@@ -405,13 +454,14 @@ def estimate(plan: Plan, measured: float | None = None) -> dict[str, Any]:
 
     The time is the sum of :func:`model_seconds` over the run's models (the FLOP model of
     ``psens plan``; served models are not counted, ``served`` says how many there are);
-    after the first block has run on this machine, :func:`recalibrate` replaces it by the
-    measured rate. ``measured``: a measured throughput (FLOP/s) instead of the table's.
+    after the first block of each model has run on this machine, :func:`recalibrate`
+    replaces it by the measured rates. ``measured``: a measured throughput (FLOP/s)
+    instead of the table's. ``tokens``: the mean prompt's (:func:`prompt_tokens`).
     """
     cfg = plan.cfg
     passes = plan.forward_passes()
     tokens = prompt_tokens(plan)
-    each = [model_seconds(plan, spec, tokens, measured) for spec in cfg.model_specs]
+    each = [model_seconds(plan, spec, measured) for spec in cfg.model_specs]
     seconds = sum(t for t in each if t is not None)
     cells = len(cfg.models) * len(plan.items) * len(plan.shot_keys) * len(plan.templates)
     games = 1 + (len(store.GAME_VARS) - 1) * len(cfg.solvers)  # v, and each solver's split
@@ -430,28 +480,36 @@ def estimate(plan: Plan, measured: float | None = None) -> dict[str, Any]:
 def recalibrate(
     plan: Plan,
     todo: Sequence[tuple[int, int]],
-    first: tuple[int, int],
-    seconds: float,
+    timed: dict[int, tuple[int, float]],
     load_seconds: float = LOAD_SECONDS,
 ) -> dict[str, float]:
-    r"""The time left once block ``first`` has taken ``seconds`` on this machine.
+    r"""The time left once the first block of some models has run on this machine.
 
-    The block's measured rate :math:`r = w_1 / t_1` (masked prompts per second, ``w`` =
-    :func:`block_prompts`) replaces the reference rate: every block ``b`` still to do takes
-    :math:`w_b\,k_{m(b)} / (r\,k_{m_1})`, with :math:`k` the model-size factor of
-    :func:`estimate`, plus ``load_seconds`` (scaled the same way) for each model still to
-    load. ``todo`` lists the blocks after ``first``, in run order.
+    ``timed`` maps a model to its first block's sample and seconds: model :math:`m` runs at
+    :math:`u_m = t_m / (P_m\,w_m)` seconds per parameter-token (:math:`w` =
+    :func:`block_work`, :math:`P` = the FLOP model's parameters), and a model not timed yet
+    at the first timed model's :math:`u` (the FLOP model's assumption: the same FLOP/s).
+    Every block ``(m, s)`` still to do (``todo``, in run order) takes
+    :math:`u_m\,P_m\,w_{m,s}`; each model in ``todo`` not timed yet first costs
+    ``load_seconds`` (the first model's load) scaled by :math:`P_m / P_{m_1}`.
 
-    Returns ``{"rate": r, "seconds_left": ...}``.
+    Returns ``{"rate": masked prompts per second of the first timed block,
+    "seconds_left": ...}``.
     """
-    m1, s1 = first
-    rate = block_prompts(plan, s1) / max(seconds, 1e-9)
-    models = plan.cfg.model_specs
-    k1 = _model_scale(models[m1])
-    left = sum(block_prompts(plan, s) * _model_scale(models[m]) / k1 for m, s in todo) / rate
-    later = {m for m, _ in todo} - {m1}
-    left += sum(load_seconds * _model_scale(models[m]) / k1 for m in later)
-    return {"rate": rate, "seconds_left": left}
+    specs = plan.cfg.model_specs
+    per = {
+        m: t / max(_model_scale(specs[m]) * block_work(plan, s, specs[m]), 1e-12)
+        for m, (s, t) in timed.items()
+    }
+    m1 = next(iter(timed))
+    s1, t1 = timed[m1]
+    left = sum(
+        per.get(m, per[m1]) * _model_scale(specs[m]) * block_work(plan, s, specs[m])
+        for m, s in todo
+    )
+    later = {m for m, _ in todo} - set(timed)
+    left += sum(load_seconds * _model_scale(specs[m]) / _model_scale(specs[m1]) for m in later)
+    return {"rate": block_prompts(plan, s1) / max(t1, 1e-9), "seconds_left": left}
 
 
 def _check_scheduler(cfg: RunConfig) -> None:
@@ -1177,7 +1235,8 @@ def _run_serial(
 ) -> None:
     """Blocks one by one, model by model. One progress bar counts masked prompts (so its rate
     and ETA are measured on this machine, and a block of 2**8 prompts weighs 8 times one of
-    2**5); after the first block, ``say`` prints the time left at the measured rate."""
+    2**5); after the first block of each model, ``say`` prints the time left at the rates
+    measured so far (:func:`recalibrate`)."""
     from tqdm.auto import tqdm
 
     by_model: dict[int, list[int]] = {}
@@ -1185,7 +1244,8 @@ def _run_serial(
         by_model.setdefault(m, []).append(s)
     order = [(m, s) for m, samples in by_model.items() for s in samples]
     total = sum(block_prompts(plan, s) for _, s in order)
-    calibrated, load = False, LOAD_SECONDS
+    timed: dict[int, tuple[int, float]] = {}  # model -> its first scored block and seconds
+    load = LOAD_SECONDS
     with tqdm(total=total, unit="prompt", disable=not progress) as bar:
         for k, (m, s) in enumerate(order):
             if k == 0 or m != order[k - 1][0]:
@@ -1200,12 +1260,15 @@ def _run_serial(
             ok = _run_block(scorer, plan, m, s, run_id, floor_scorer)
             took = time.perf_counter() - t0
             bar.update(block_prompts(plan, s))
-            if ok and not calibrated and say is not None and k + 1 < len(order):
-                calibrated = True  # the first block that was scored (a failed one is quick)
-                est = recalibrate(plan, order[k + 1 :], (m, s), took, load)
-                rate = est["rate"]
+            if ok and m not in timed and say is not None and k + 1 < len(order):
+                # the first block of each model that was scored (a failed one is quick)
+                first = not timed
+                timed[m] = (s, took)
+                est = recalibrate(plan, order[k + 1 :], timed, load)
+                rate = block_prompts(plan, s) / max(took, 1e-9)
                 line = (
-                    f"first block took {f'{took:.1f} s' if took < 10 else _fmt_time(took)} "
+                    f"{'first block' if first else f'first block of {cfg.model_names[m]}'} "
+                    f"took {f'{took:.1f} s' if took < 10 else _fmt_time(took)} "
                     f"({block_prompts(plan, s):,} {_prompts_word(cfg)}, "
                     f"{f'{rate:.1f}' if rate < 10 else f'{rate:.0f}'}/s on this machine); "
                     f"~{_fmt_time(est['seconds_left'])} left"

@@ -56,18 +56,20 @@ def test_flop_formula_literal():
     cfg = load_config(EXAMPLES / "arc.toml")
     rp = plan_mod.make_plan(cfg)
     m = rp.models[0]
-    # masked prompts, 4 items x 5 templates predictions at 16 masked prompts each, one load
-    work = m.passes + 4 * 5 * runner.PREDICT_PROMPTS
-    literal = 2 * 0.135e9 * m.tokens * work / plan_mod.THROUGHPUT["cpu"]["float32"] + 10.0
-    assert m.seconds == pytest.approx(literal)
+    p = Plan(cfg)
+    tree, full = runner.prompt_work(p)
+    flop = runner._model_scale(cfg.model_specs[0])  # non-embedding: 30 x 3.54M = 106M
+    assert flop == pytest.approx(30 * (2 * 576 * 576 + 2 * 576 * 192 + 3 * 576 * 1536))
+    literal = 2 * flop * (tree.sum() + full.sum()) / plan_mod.THROUGHPUT["cpu"]["float32"]
+    assert m.seconds == pytest.approx(literal + 10.0)  # and one load
     # the run's own estimate before its first block is the same function
-    assert estimate(Plan(cfg))["seconds"] == pytest.approx(literal)
-    # a noise floor: the second scoring at the bfloat16 rate, and a second load
+    assert estimate(p)["seconds"] == pytest.approx(literal + 10.0)
+    # a noise floor: the tree scored again at the bfloat16 rate, and a second load
     floor = load_config(EXAMPLES / "arc.toml")
     floor.noise_floor = "bfloat16"
     t = estimate(Plan(floor))["seconds"]
-    bf16 = 2 * 0.135e9 * m.tokens * m.passes / plan_mod.THROUGHPUT["cpu"]["bfloat16"]
-    assert t == pytest.approx(literal + bf16 + 10.0)
+    bf16 = 2 * flop * tree.sum() / plan_mod.THROUGHPUT["cpu"]["bfloat16"]
+    assert t == pytest.approx(literal + bf16 + 20.0)
 
 
 @pytest.mark.parametrize("path", PAPER, ids=lambda p: p.stem)
@@ -197,7 +199,7 @@ def test_calibrate_measures_a_rate(tmp_path):
         "rp = P.calibrate(P.make_plan(load_config(cfg))); (m,) = rp.models;"
         "assert rp.calibrated and rp.throughput > 0;"
         "from psens.runner import Plan, model_seconds;"
-        "ref = model_seconds(Plan(rp.config), rp.config.model_specs[0], m.tokens, rp.throughput);"
+        "ref = model_seconds(Plan(rp.config), rp.config.model_specs[0], rp.throughput);"
         "assert abs(m.seconds - ref) <= 1e-9 * max(1.0, ref), (m.seconds, ref)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -8,9 +8,9 @@ run`` prints before its first block (:func:`psens.runner.estimate`) and that siz
   installed, else ``sysconf``); a CUDA device's ``torch.cuda.mem_get_info``; ``auto``: the
   sum over the GPUs (a model sharded with ``device_map="auto"``), the CPU without one;
   none for ``mps`` (its free memory is not reported);
-* **time** per masked prompt of :math:`T` tokens on a model of :math:`P` (active)
-  parameters, :math:`t = 2\,P\,T / R_{d,\mathrm{dtype}}` (:func:`flop_seconds`), with
-  :math:`R` the device's throughput at the dtype (:data:`THROUGHPUT`);
+* **time** of :math:`T` tokens computed by a model of :math:`P` forward parameters
+  (:func:`forward_params`), :math:`t = 2\,P\,T / R_{d,\mathrm{dtype}}` (:func:`flop_seconds`),
+  with :math:`R` the device's throughput at the dtype (:data:`THROUGHPUT`);
 * **memory** :math:`P\,b + B\,T\,2\,L\,d\,b` (:func:`memory_bytes`): the weights at
   :math:`b` bytes per parameter and the keys and values of a batch of :math:`B` prompts, with
   the width :math:`d = (128 P / 12)^{1/3}` and depth :math:`L = d / 128` of a Llama-shaped
@@ -41,6 +41,7 @@ __all__ = [
     "cpu_name",
     "cuda_count",
     "flop_seconds",
+    "forward_params",
     "free_memory",
     "largest_batch",
     "memory_bytes",
@@ -52,16 +53,18 @@ __all__ = [
 #: Characters per token of English prompts (the usual BPE rule of thumb, no tokenizer loaded).
 CHARS_PER_TOKEN = 4.0
 
-#: Reference throughput (FLOP/s) per device kind and dtype. ``cpu``, float32: measured on this
-#: project's 2-core CPU (AMD EPYC) as the effective rate of the shipped ARC run
-#: (SmolLM2-135M, 40 masked prompts/s of ~72 tokens: 2 x 0.135e9 x 72 x 40), so it includes the
-#: tree scorer's prefix sharing; bfloat16 and float16 scale it by the ratio of 1024x1024
-#: matmul rates measured on the same CPU (76, 19 and 0.24 GFLOP/s at bf16, fp32, fp16).
+#: Reference throughput (FLOP/s) per device kind and dtype, counted on the tokens a run
+#: computes (:func:`psens.runner.prompt_work`: shared prefixes once). ``cpu``, float32: the
+#: effective rate of the shipped ARC run (SmolLM2-135M and Gemma-3-270M, 3 shot settings,
+#: bfloat16 noise floor) on this project's 2-core Intel Xeon with AMX, load average 2-3:
+#: 8.8e10; bfloat16 and float16 scale it by the ratio of 1024x1024 matmul rates measured
+#: on the same CPU (1250, 1160 and 101 GFLOP/s at bf16, fp16, fp32; on a CPU without AMX,
+#: as the AMD EPYC measured before, 76, 0.24 and 19: bf16 4x, fp16 1/80 of fp32).
 #: ``cuda``: the dense tensor-core peak of an NVIDIA A100 (19.5 TFLOP/s fp32, 312 bf16/fp16),
 #: ``mps``: an Apple M2 GPU (3.6 TFLOP/s): FLOP bounds, so times on a GPU are lower bounds.
 #: ``psens plan --calibrate`` replaces them by a measured rate.
 THROUGHPUT: dict[str, dict[str, float]] = {
-    "cpu": {"float32": 7.8e11, "bfloat16": 7.8e11 * 4.0, "float16": 7.8e11 * 0.0125},
+    "cpu": {"float32": 8.8e10, "bfloat16": 8.8e10 * 1250 / 101, "float16": 8.8e10 * 1160 / 101},
     "cuda": {"float32": 19.5e12, "bfloat16": 312e12, "float16": 312e12},
     "mps": {"float32": 3.6e12, "bfloat16": 3.6e12, "float16": 3.6e12},
 }
@@ -233,3 +236,33 @@ def model_params(spec: Any) -> tuple[float | None, float | None]:
         return None, None
     params = 12.0 * layers * d * d + conf.get("vocab_size", 0) * d
     return params, params
+
+
+def forward_params(spec: Any) -> float | None:
+    r"""Parameters one token's forward pass multiplies, for the FLOP model: the
+    non-embedding parameters :math:`N` (Kaplan et al. 2020, :math:`C_\mathrm{forward}
+    \approx 2N` per token; looking up an embedding costs no FLOP), None for a served model.
+
+    A MoE model of the model table: its active parameters. Otherwise, when the model's
+    ``config.json`` is on this machine (:func:`psens.models.loading.local_config`):
+    :math:`L\,(2\,d\,h\,d_h + 2\,d\,k\,d_h + 3\,d\,d_\mathrm{ff})` (attention with
+    :math:`h` query and :math:`k` key/value heads of size :math:`d_h`, a gated MLP); else the
+    table's or :func:`model_params`' parameters.
+    """
+    from psens.models.loading import local_config
+
+    params, active = model_params(spec)
+    if spec.is_served:
+        return None
+    if params is not None and active is not None and active < params:  # a MoE model
+        return active
+    conf = local_config(spec.source) or {}
+    conf = conf.get("text_config", conf)
+    d, layers = conf.get("hidden_size"), conf.get("num_hidden_layers")
+    heads = conf.get("num_attention_heads")
+    if d and layers and heads:
+        kv = conf.get("num_key_value_heads") or heads
+        hd = conf.get("head_dim") or d // heads
+        ff = conf.get("intermediate_size") or 4 * d
+        return float(layers * (2 * d * heads * hd + 2 * d * kv * hd + 3 * d * ff))
+    return active

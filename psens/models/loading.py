@@ -58,6 +58,7 @@ __all__ = [
     "file_digest",
     "load_model_and_tokenizer",
     "load_settings",
+    "local_config",
     "model_fingerprint",
     "resolve_dtype",
     "resolve_source",
@@ -476,32 +477,53 @@ def _dtype_of(dtype) -> str:
     raise AssertionError  # unreachable
 
 
-def checkpoint_dtype(source: dict[str, Any], *, download: bool = False) -> str | None:
-    """The dtype a checkpoint's weights are stored in, as a canonical name (``"bfloat16"``).
-
-    ``config.json``'s ``dtype`` (``torch_dtype`` before transformers 5; in a multimodal
-    config, its ``text_config``'s); ``"float32"`` for a GGUF model (psens dequantises it to
-    float32, :func:`converted_folder`). None when the config is not on this machine (a hub
-    model not downloaded; ``download=True`` fetches its ``config.json``) or names no dtype
-    psens scores in.
-    """
-    if source["kind"] == "gguf":
-        return "float32"
+def local_config(source: dict[str, Any], *, download: bool = False) -> dict[str, Any] | None:
+    """A model's ``config.json`` as a dict, when it is on this machine (nothing converted):
+    a folder's; a GGUF model's converted folder's once it has been converted (the cache
+    entry of :func:`converted_folder`); a hub model's in the local hub cache
+    (``download=True`` fetches it). None otherwise."""
+    path: Any = None
     if source["kind"] == "folder":
-        path: Any = Path(source["path"]) / "config.json"
+        path = Path(source["path"]) / "config.json"
+    elif source["kind"] == "gguf":
+        if source["path"] is None:  # packaged: its file, if the package is installed
+            info = PACKAGED_MODELS[source["name"]]
+            folder = package_folder(info["module"])
+            gguf = None if folder is None else folder / info["file"]
+            if gguf is None or not gguf.exists():
+                gguf = source["cache"] / "gguf" / info["file"]
+            name = source["name"]
+        else:
+            gguf, name = Path(source["path"]), Path(source["path"]).stem
+        if gguf.exists():
+            path = source["cache"] / f"{name}-{file_digest(gguf)[:16]}" / "config.json"
     else:
         from huggingface_hub import hf_hub_download, try_to_load_from_cache
 
         path = try_to_load_from_cache(str(source["path"]), "config.json")
         if not isinstance(path, str):
-            if not download:
-                return None
-            path = hf_hub_download(str(source["path"]), "config.json")
+            path = hf_hub_download(str(source["path"]), "config.json") if download else None
+    if path is None:
+        return None
     try:
-        conf = json.loads(Path(path).read_text())
+        return json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return None
-    for part in (conf, conf.get("text_config") or {}):
+
+
+def checkpoint_dtype(source: dict[str, Any], *, download: bool = False) -> str | None:
+    """The dtype a checkpoint's weights are stored in, as a canonical name (``"bfloat16"``).
+
+    ``config.json``'s ``dtype`` (``torch_dtype`` before transformers 5; in a multimodal
+    config, its ``text_config``'s; :func:`local_config`); ``"float32"`` for a GGUF model
+    (psens dequantises it to float32, :func:`converted_folder`). None when the config is not
+    on this machine (a hub model not downloaded; ``download=True`` fetches its
+    ``config.json``) or names no dtype psens scores in.
+    """
+    if source["kind"] == "gguf":
+        return "float32"
+    conf = local_config(source, download=download)
+    for part in (conf or {}, (conf or {}).get("text_config") or {}):
         name = part.get("dtype") or part.get("torch_dtype")
         if name:
             return DTYPE_NAMES.get(str(name).removeprefix("torch."))
