@@ -36,12 +36,26 @@ Keys
 ``solver_settings`` dict of :class:`psens.interactions.SolverSettings` fields (steps, lr, …);
                     with a list of solvers, ``preset`` applies to ``"sgd"`` only
 ``seed``            seed for sample, variable and shot choices (default 0)
-``device``/``dtype`` model placement (default cpu, float32 on CPU)
-``batch_size``      masked prompts per forward pass (default 32; fixed so runs are identical)
+``device``          ``"cpu"`` (default), ``"cuda"``, ``"cuda:N"``, ``"mps"`` or ``"auto"``:
+                    ``device_map="auto"`` (accelerate) shards each model over the GPUs (a
+                    model larger than one GPU; the CPU without a GPU)
+``dtype``           ``"float32"`` (default), ``"bfloat16"``, ``"float16"`` or ``"auto"``: the
+                    checkpoint's own dtype (its ``config.json``; float32 for GGUF models);
+                    the dtype each model is loaded in is stored in the attr ``loading``
+``batch_size``      masked prompts per forward pass (default 32; fixed so runs are
+                    identical); ``"auto"``: the largest batch whose weights and keys/values
+                    fit half the device's free memory (:func:`psens.models.hardware.
+                    largest_batch`), at most the masked prompts of one prompt, stored in the
+                    attr ``batch_size`` (values equal a fixed batch's to float rounding);
+                    refused on a device that reports no free memory (``mps``)
+``trust_remote_code`` run a model's own code from its folder or hub repository (default
+                    false; passed to transformers only when true)
 ``threads``         torch CPU threads (default: torch's own)
 ``mask_tokens``     per-model mask-token overrides, ``{model: token}``
 ``generate``        store the greedy generated text (default true), ``max_new_tokens`` (8)
-``scheduler``       ``None`` (serial), ``"local:N"`` (dask LocalCluster) or ``"tcp://host:port"``
+``scheduler``       ``None`` (serial), ``"local:N"`` (dask LocalCluster), ``"cuda"`` (one dask
+                    worker per GPU: dask-cuda's LocalCUDACluster, ``pip install dask-cuda``)
+                    or ``"tcp://host:port"``
 ``cache_dir``       where GGUF models are converted (default ``~/.cache/psens/models``)
 ``noise_floor``     ``false`` (default), ``true`` (= ``"bfloat16"``) or a half-precision dtype
                     (``"bfloat16"``, ``"float16"``): score every masked prompt a second time
@@ -142,7 +156,8 @@ class RunConfig:
     seed: int = 0
     device: str = "cpu"
     dtype: str | None = None
-    batch_size: int = 32
+    batch_size: int | str = 32
+    trust_remote_code: bool = False
     threads: int | None = None
     mask_tokens: dict[str, str] = field(default_factory=dict)
     generate: bool = True
@@ -307,8 +322,9 @@ class RunConfig:
             )
         except ValueError as exc:
             fail(WHERE, f"'solver'/'solver_settings': {exc}", "Fix the solver settings")
-        check_positive_int(self.batch_size, WHERE, "batch_size")
-        if self.batch_size > MAX_BATCH:
+        if self.batch_size != "auto":
+            check_positive_int(self.batch_size, WHERE, "batch_size")
+        if self.batch_size != "auto" and self.batch_size > MAX_BATCH:
             fail(
                 WHERE,
                 f"batch_size = {self.batch_size} is above {MAX_BATCH} masked prompts per "
@@ -494,6 +510,13 @@ class RunConfig:
             _wrong_type("seed", self.seed, "an integer")
         if self.seed < 0:
             fail(WHERE, f"seed = {self.seed} is negative", "Use a seed >= 0")
+        if not isinstance(self.trust_remote_code, bool):
+            fail(
+                WHERE,
+                f"'trust_remote_code' must be true or false, got {self.trust_remote_code!r}",
+                "Write trust_remote_code = true or false (without quotes)",
+                TypeError,
+            )
         if not isinstance(self.generate, bool):
             fail(
                 WHERE,
@@ -551,6 +574,8 @@ class RunConfig:
             d["perturbations"] = hashlib.sha256(Path(self.perturbations).read_bytes()).hexdigest()
         if self.floor_dtype is not None:
             d["noise_floor"] = self.floor_dtype  # true and "bfloat16" are one run
+        if d.pop("trust_remote_code"):  # absent when false: older stores keep their hash
+            d["trust_remote_code"] = True
         d["models"] = [spec.identity() for spec in self.model_specs]
         text = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -558,8 +583,8 @@ class RunConfig:
 
 #: The largest ``batch_size`` (masked prompts per forward pass) a run accepts.
 MAX_BATCH = 2**16
-#: ``dtype`` values a run accepts (besides None: float32)
-DTYPES = tuple(DTYPE_NAMES)
+#: ``dtype`` values a run accepts (besides None: float32; ``"auto"``: the checkpoint's)
+DTYPES = (*DTYPE_NAMES, "auto")
 #: ``noise_floor`` dtype names and their canonical names
 FLOOR_DTYPES = {k: v for k, v in DTYPE_NAMES.items() if v != "float32"}
 #: ``device`` kinds a run accepts (optionally with an index, ``cuda:1``)
@@ -609,9 +634,12 @@ def _check_device(device: str) -> None:
 
 
 def _check_scheduler(scheduler: str) -> None:
-    """``local:N`` (N >= 1) or ``tcp://host:port``."""
+    """``local:N`` (N >= 1), ``cuda`` or ``tcp://host:port`` (whether dask-cuda and a GPU are
+    there is checked before the run, :func:`psens.runner._check_scheduler`)."""
     s = str(scheduler)
-    if s.startswith("local:"):
+    if s == "cuda":
+        ok = True
+    elif s.startswith("local:"):
         ok = s[6:].isdigit() and int(s[6:]) > 0
     elif s.startswith("tcp://"):
         host, _, port = s[6:].rpartition(":")
@@ -622,7 +650,7 @@ def _check_scheduler(scheduler: str) -> None:
         fail(
             WHERE,
             f"scheduler = {s!r} is not a scheduler address",
-            "Use 'local:N' (N worker processes) or 'tcp://host:port'",
+            "Use 'local:N' (N worker processes), 'cuda' (one worker per GPU) or 'tcp://host:port'",
         )
 
 

@@ -35,6 +35,7 @@ matching and written to its own zarr chunks with ``status = done`` last.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -63,12 +64,13 @@ __all__ = [
     "summarize",
 ]
 
-#: masked prompts per second of a 135M-parameter model on one 2-core CPU (measured), used
-#: to print a rough time estimate before a run; larger models scale ~linearly with size.
-REFERENCE_RATE = 40.0
-REFERENCE_PARAMS = 0.135
-#: seconds per unmasked prediction (greedy generation of a few tokens) and per model load
-PREDICT_SECONDS, LOAD_SECONDS = 0.4, 10.0
+#: Seconds to load the 135M reference model (measured on one 2-core CPU); a model of P
+#: parameters takes ``max(1, P / REFERENCE_PARAMS)`` times as long.
+LOAD_SECONDS = 10.0
+REFERENCE_PARAMS = 0.135e9
+#: Tokens per masked prompt assumed when the dataset is not on this machine (``psens plan
+#: --offline``).
+ASSUMED_TOKENS = 256.0
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -274,10 +276,174 @@ class Plan:
 
 
 def _model_scale(spec: ModelSpec) -> float:
-    """How much slower than the 135M reference a model is (~linear in its size, at least 1)."""
-    row = spec.table_row() or {}
-    params = float(row.get("params") or REFERENCE_PARAMS)
-    return max(1.0, params / REFERENCE_PARAMS)
+    """Parameters per token of a model's forward pass in the FLOP model
+    (:func:`psens.models.hardware.forward_params`; the 135M reference for a served or
+    unknown model)."""
+    from psens.models.hardware import forward_params
+
+    return forward_params(spec) or REFERENCE_PARAMS
+
+
+def _dtype_name(dtype: str | None) -> str:
+    """The canonical dtype a run is costed at (float32 for the default and ``"auto"``)."""
+    from psens.models.loading import DTYPE_NAMES
+
+    return DTYPE_NAMES.get(dtype or "float32", "float32")
+
+
+def prompt_tokens(plan: Plan, longest: bool = False) -> float:
+    """Tokens per masked prompt: the mean (``longest``: the largest) rendered prompt length
+    in characters divided by :data:`psens.models.hardware.CHARS_PER_TOKEN` (no tokenizer is
+    loaded), or :data:`ASSUMED_TOKENS` when the plan has no prompts (its dataset is not
+    here)."""
+    from psens.models.hardware import CHARS_PER_TOKEN
+
+    if plan.prompts is None:
+        return ASSUMED_TOKENS
+    lengths = [len(p) for p in plan.prompts.ravel()]
+    chars = max(lengths) if longest else sum(lengths) / len(lengths)
+    return chars / CHARS_PER_TOKEN
+
+
+def throughput(cfg: RunConfig, dtype: str) -> float:
+    """FLOP/s of the run's device at the canonical ``dtype``
+    (:data:`psens.models.hardware.THROUGHPUT`; ``device = "auto"``: a GPU's when there is one,
+    else the CPU's)."""
+    from psens.models.hardware import THROUGHPUT, placement
+
+    return THROUGHPUT[placement(cfg.device)][dtype]
+
+
+def prompt_work(plan: Plan) -> tuple[np.ndarray, np.ndarray]:
+    r"""Tokens computed per (sample, shot, template): the prefix tree's and the prediction's.
+
+    The masked prompts of a prompt of :math:`L` tokens whose variables start at tokens
+    :math:`s_1 < \dots < s_n` share their prefixes (:class:`psens.models.Scorer`'s tree
+    walk): the part before :math:`s_1` is computed once and the part between :math:`s_j`
+    and :math:`s_{j+1}` (:math:`s_{n+1} = L`) once per distinct prefix, :math:`2^j` times,
+
+    .. math:: W = s_1 + \sum_{j=1}^{n} 2^j\,(s_{j+1} - s_j),
+
+    against :math:`2^n L` without sharing (the prefix-sharing factor is their ratio); the
+    unmasked prediction computes the :math:`L` tokens once more. Positions are characters
+    divided by :data:`psens.models.hardware.CHARS_PER_TOKEN` (no tokenizer is loaded);
+    without prompts (a dataset not on this machine) every prompt has
+    :data:`ASSUMED_TOKENS` and no sharing. Returns ``(tree, prediction)``, each
+    ``[sample, shot, template]``.
+    """
+    cached = plan.__dict__.get("_work")
+    if cached is not None:
+        return cached
+    from psens import prompts
+    from psens.models.hardware import CHARS_PER_TOKEN
+
+    shape = (len(plan.items), len(plan.shot_keys), len(plan.templates))
+    tree, full = np.empty(shape), np.empty(shape)
+    for s in range(shape[0]):
+        for h, k in enumerate(plan.shot_keys):
+            for t, name in enumerate(plan.templates):
+                if plan.prompts is None:
+                    n = len(plan.variables[s])
+                    tree[s, h, t] = full[s, h, t] = ASSUMED_TOKENS
+                    tree[s, h, t] *= 1 << n
+                    continue
+                shown, shown_vars = plan.version(s, name)
+                r = prompts.render_spans(shown, name, shots=plan.shots[k])
+                starts = sorted(a for a, _ in prompts.prompt_spans(r, shown_vars))
+                bounds = [*starts, len(r.text)]
+                chars = bounds[0] + sum(
+                    (1 << j) * (bounds[j] - bounds[j - 1]) for j in range(1, len(bounds))
+                )
+                if not shown_vars:  # predictions only: no masked prompts
+                    chars = 0
+                tree[s, h, t], full[s, h, t] = chars, len(r.text)
+    plan.__dict__["_work"] = out = (tree / CHARS_PER_TOKEN, full / CHARS_PER_TOKEN)
+    return out
+
+
+def block_work(plan: Plan, sample: int, spec: ModelSpec) -> float:
+    r"""Tokens one block computes, counted at the model's dtype (:func:`prompt_work`):
+    :math:`\sum (W + L) + \sum W\,R / R_f` over its shots and templates, the second term
+    the noise floor's scoring at its dtype's throughput :math:`R_f` (:func:`throughput`)."""
+    from psens.models.loading import resolve_dtype
+
+    tree, full = prompt_work(plan)
+    work = float(tree[sample].sum() + full[sample].sum())
+    cfg = plan.cfg
+    if cfg.floor_dtype and not spec.is_served:
+        main = throughput(cfg, resolve_dtype(spec.source, cfg.dtype))
+        work += float(tree[sample].sum()) * main / throughput(cfg, cfg.floor_dtype)
+    return work
+
+
+def model_seconds(plan: Plan, spec: ModelSpec, measured: float | None = None) -> float | None:
+    r"""The time of one model's share of a run, from the FLOP model (None: a served model,
+    whose speed is its server's).
+
+    .. math:: t = \frac{2 P \sum_b w_b}{R} + n\,t_\mathrm{load}\,\max(1, P / P_\mathrm{ref})
+
+    :math:`P` the forward pass's parameters (:func:`psens.models.hardware.forward_params`),
+    :math:`w_b` the tokens block :math:`b` computes (:func:`block_work`: the prefix tree's,
+    the predictions', the noise floor's), :math:`R` the device's throughput at the model's
+    dtype (:func:`throughput`; ``measured``: a rate measured at that dtype), and :math:`n`
+    loads of :data:`LOAD_SECONDS` (two with a noise floor). ``psens plan`` prints it per
+    model and :func:`estimate` sums it.
+    """
+    from psens.models.hardware import flop_seconds
+    from psens.models.loading import resolve_dtype
+
+    if spec.is_served:
+        return None
+    cfg = plan.cfg
+    params = _model_scale(spec)
+    work = sum(block_work(plan, s, spec) for s in range(len(plan.items)))
+    rate = throughput(cfg, resolve_dtype(spec.source, cfg.dtype)) if measured is None else measured
+    scorings = 2 if cfg.floor_dtype else 1
+    return flop_seconds(params, work, 1, rate) + LOAD_SECONDS * scorings * max(
+        1.0, params / REFERENCE_PARAMS
+    )
+
+
+def resolve_batch(plan: Plan, free: float | None = None) -> int:
+    r"""The run's batch: ``batch_size``, or for ``"auto"`` the largest that fits.
+
+    ``"auto"``: the smallest over the run's local models of
+    :func:`psens.models.hardware.largest_batch` (weights at the model's dtype, the noise
+    floor's copy, the keys and values of the longest prompt, :func:`prompt_tokens`) in the
+    device's free memory (``free``, default :func:`psens.models.hardware.free_memory`), at
+    most :math:`2^{n_\max}` (the masked prompts scored together); served models only: that
+    cap. Refused (before any store exists) on a device that reports no free memory.
+    """
+    cfg = plan.cfg
+    if cfg.batch_size != "auto":
+        return int(cfg.batch_size)
+    from psens.config import MAX_BATCH
+    from psens.models import hardware
+    from psens.models.loading import resolve_dtype
+
+    cap = min(MAX_BATCH, 1 << plan.n_max)
+    local = [spec for spec in cfg.model_specs if not spec.is_served]
+    if not local:
+        return cap
+    if free is None:
+        free = hardware.free_memory(cfg.device)[0]
+    if free is None:
+        fail(
+            "psens run",
+            f'batch_size = "auto" needs the free memory of the device, and device = '
+            f"{cfg.device!r} does not report it",
+            'Set batch_size to a number (default 32), or use device = "cpu", "cuda" or "auto"',
+        )
+    tokens = prompt_tokens(plan, longest=True)
+    batches = []
+    for spec in local:
+        params = hardware.model_params(spec)[0]
+        if params is not None:
+            dtype = resolve_dtype(spec.source, cfg.dtype)
+            batches.append(
+                hardware.largest_batch(free, params, dtype, tokens, cap, cfg.floor_dtype)
+            )
+    return min(batches, default=cap)
 
 
 def block_prompts(plan: Plan, sample: int) -> int:
@@ -286,54 +452,93 @@ def block_prompts(plan: Plan, sample: int) -> int:
     return (1 << len(plan.variables[sample])) * len(plan.templates) * len(plan.shot_keys)
 
 
-def estimate(plan: Plan) -> dict[str, Any]:
-    """Forward passes, a rough time and the store size of a run (printed before it starts).
+def estimate(plan: Plan, measured: float | None = None) -> dict[str, Any]:
+    """Forward passes, the time and the store size of a run (printed before it starts).
 
-    The time assumes ``REFERENCE_RATE`` masked prompts per second for a 135M model (measured
-    on one 2-core CPU), slower in proportion to model size: it is rough until the first
-    block has run on this machine (:func:`recalibrate`).
+    The time is the sum of :func:`model_seconds` over the run's models (the FLOP model of
+    ``psens plan``; served models are not counted, ``served`` says how many there are);
+    after the first block of each model has run on this machine, :func:`recalibrate`
+    replaces it by the measured rates. ``measured``: a measured throughput (FLOP/s)
+    instead of the table's. ``tokens``: the mean prompt's (:func:`prompt_tokens`).
     """
     cfg = plan.cfg
     passes = plan.forward_passes()
-    seconds = 0.0
-    for spec in cfg.model_specs:
-        scale = _model_scale(spec)
-        share = passes / len(cfg.models)
-        predictions = len(plan.items) * len(plan.shot_keys) * len(plan.templates)
-        loads = LOAD_SECONDS * (2 if cfg.floor_dtype else 1)
-        seconds += (share / REFERENCE_RATE + predictions * PREDICT_SECONDS) * scale + loads
+    tokens = prompt_tokens(plan)
+    each = [model_seconds(plan, spec, measured) for spec in cfg.model_specs]
+    seconds = sum(t for t in each if t is not None)
     cells = len(cfg.models) * len(plan.items) * len(plan.shot_keys) * len(plan.templates)
     games = 1 + (len(store.GAME_VARS) - 1) * len(cfg.solvers)  # v, and each solver's split
     games += 1 if cfg.floor_dtype else 0  # v_floor
     size = cells * (1 << plan.n_max) * 8 * games + cells * 200
-    return {"forward_passes": passes, "seconds": seconds, "store_bytes": size}
+    return {
+        "forward_passes": passes,
+        "seconds": seconds,
+        "store_bytes": size,
+        "tokens": tokens,
+        "model_seconds": each,
+        "served": sum(t is None for t in each),
+    }
 
 
 def recalibrate(
     plan: Plan,
     todo: Sequence[tuple[int, int]],
-    first: tuple[int, int],
-    seconds: float,
+    timed: dict[int, tuple[int, float]],
     load_seconds: float = LOAD_SECONDS,
 ) -> dict[str, float]:
-    r"""The time left once block ``first`` has taken ``seconds`` on this machine.
+    r"""The time left once the first block of some models has run on this machine.
 
-    The block's measured rate :math:`r = w_1 / t_1` (masked prompts per second, ``w`` =
-    :func:`block_prompts`) replaces the reference rate: every block ``b`` still to do takes
-    :math:`w_b\,k_{m(b)} / (r\,k_{m_1})`, with :math:`k` the model-size factor of
-    :func:`estimate`, plus ``load_seconds`` (scaled the same way) for each model still to
-    load. ``todo`` lists the blocks after ``first``, in run order.
+    ``timed`` maps a model to its first block's sample and seconds: model :math:`m` runs at
+    :math:`u_m = t_m / (P_m\,w_m)` seconds per parameter-token (:math:`w` =
+    :func:`block_work`, :math:`P` = the FLOP model's parameters), and a model not timed yet
+    at the first timed model's :math:`u` (the FLOP model's assumption: the same FLOP/s).
+    Every block ``(m, s)`` still to do (``todo``, in run order) takes
+    :math:`u_m\,P_m\,w_{m,s}`; each model in ``todo`` not timed yet first costs
+    ``load_seconds`` (the first model's load) scaled by :math:`P_m / P_{m_1}`.
 
-    Returns ``{"rate": r, "seconds_left": ...}``.
+    Returns ``{"rate": masked prompts per second of the first timed block,
+    "seconds_left": ...}``.
     """
-    m1, s1 = first
-    rate = block_prompts(plan, s1) / max(seconds, 1e-9)
-    models = plan.cfg.model_specs
-    k1 = _model_scale(models[m1])
-    left = sum(block_prompts(plan, s) * _model_scale(models[m]) / k1 for m, s in todo) / rate
-    later = {m for m, _ in todo} - {m1}
-    left += sum(load_seconds * _model_scale(models[m]) / k1 for m in later)
-    return {"rate": rate, "seconds_left": left}
+    specs = plan.cfg.model_specs
+    per = {
+        m: t / max(_model_scale(specs[m]) * block_work(plan, s, specs[m]), 1e-12)
+        for m, (s, t) in timed.items()
+    }
+    m1 = next(iter(timed))
+    s1, t1 = timed[m1]
+    left = sum(
+        per.get(m, per[m1]) * _model_scale(specs[m]) * block_work(plan, s, specs[m])
+        for m, s in todo
+    )
+    later = {m for m, _ in todo} - set(timed)
+    left += sum(load_seconds * _model_scale(specs[m]) / _model_scale(specs[m1]) for m in later)
+    return {"rate": block_prompts(plan, s1) / max(t1, 1e-9), "seconds_left": left}
+
+
+def _check_scheduler(cfg: RunConfig) -> None:
+    """The config's scheduler can start, before the store is created (``psens run`` and
+    ``psens plan``): ``cuda`` needs dask-cuda and a GPU; a ``tcp://`` scheduler must answer
+    (:func:`_check_reachable`)."""
+    if cfg.scheduler == "cuda":
+        from psens.models.hardware import cuda_count
+
+        try:
+            import dask_cuda  # noqa: F401
+        except ImportError:
+            fail(
+                "psens run",
+                'scheduler = "cuda" needs dask-cuda (one dask worker per GPU), which is not '
+                "installed",
+                "`pip install dask-cuda`, or for many machines serve the model (vLLM, "
+                "docs/served-models.md)",
+            )
+        if not cuda_count():
+            fail(
+                "psens run",
+                'scheduler = "cuda" but this machine has no CUDA device',
+                'Use scheduler = "local:N" on a CPU machine, or run where the GPUs are',
+            )
+    _check_reachable(cfg.scheduler)
 
 
 def _check_reachable(scheduler: str | None, timeout: float = 5.0) -> None:
@@ -373,18 +578,13 @@ def _check_disk(path: Path, need: int) -> None:
 
 def _check_device(cfg: RunConfig) -> None:
     """The config's device exists on this machine (when a model is loaded locally),
-    before the store is created."""
+    before the store is created (``psens run`` and ``psens plan``). ``auto`` always does:
+    the GPUs when there are any, else the CPU."""
     if all(spec.is_served for spec in cfg.model_specs):  # served models only: no local device
         return
     import torch
 
     kind, _, index = str(cfg.device).partition(":")
-    if kind == "auto":
-        fail(
-            "psens run",
-            'device = "auto" (sharding over the devices) is costed by `psens plan` but not run yet',
-            'Set device = "cpu", "cuda" or "cuda:N", or use a served entry for a large model',
-        )
     if kind == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if count == 0 or (index and int(index) >= count):
@@ -592,7 +792,8 @@ _SCORERS: dict[tuple, Any] = {}
 
 def _scorer(cfg: RunConfig, spec: ModelSpec, dtype: str | None = None):
     """Load (once per process) the scorer of ``spec`` with the run's settings (in ``dtype``
-    instead of the run's: the noise floor's second scorer). A process keeps one model in
+    instead of the run's: the noise floor's second scorer; ``cfg.batch_size`` a number:
+    :func:`resolve_batch` of an ``"auto"`` batch). A process keeps one model in
     memory, or two when the second is that model's noise-floor copy. A served model gives
     its :class:`psens.models.served.ServedScorer` (it has no dtype)."""
     dtype = None if spec.is_served else (cfg.dtype if dtype is None else dtype)
@@ -605,6 +806,7 @@ def _scorer(cfg: RunConfig, spec: ModelSpec, dtype: str | None = None):
         cfg.seed,
         cfg.mask_tokens.get(spec.name),
         cfg.cache_dir,
+        cfg.trust_remote_code,
     )
     keep = (cfg.dtype, cfg.floor_dtype)  # one model, in up to two dtypes, per process
     for old in [k for k in _SCORERS if k[:2] + k[3:] != key[:2] + key[3:] or k[2] not in keep]:
@@ -614,6 +816,7 @@ def _scorer(cfg: RunConfig, spec: ModelSpec, dtype: str | None = None):
             import torch
 
             torch.set_num_threads(cfg.threads)
+        remote = {"trust_remote_code": True} if cfg.trust_remote_code else {}
         _SCORERS[key] = spec.load_scorer(
             dtype=dtype,
             device=cfg.device,
@@ -622,6 +825,7 @@ def _scorer(cfg: RunConfig, spec: ModelSpec, dtype: str | None = None):
             seed=cfg.seed,
             batch_size=cfg.batch_size,
             progress=False,
+            **remote,
         )
     return _SCORERS[key]
 
@@ -827,7 +1031,31 @@ def _check_fingerprints(path: Path, old: dict, new: dict) -> None:
         )
 
 
-def _open_or_create(plan: Plan, overwrite: bool):
+def _loading(cfg: RunConfig) -> dict[str, dict[str, str]]:
+    """How each local model is loaded, ``{model: {"dtype", "attn_implementation"}}``
+    (:func:`psens.models.loading.load_settings`: ``dtype = "auto"`` resolved to the
+    checkpoint's, SDPA attention or eager where the model lacks it), recorded in the store's
+    attr ``loading`` before any weights are read (a GGUF model is converted here, once).
+    A noise floor in the dtype ``"auto"`` resolves to is refused."""
+    from psens.models.loading import load_settings
+
+    out = {}
+    for spec in cfg.model_specs:
+        if spec.is_served:
+            continue
+        got = load_settings(spec.source, cfg.dtype, trust_remote_code=cfg.trust_remote_code)
+        if cfg.floor_dtype is not None and got["dtype"] == cfg.floor_dtype:
+            fail(
+                "psens run",
+                f'dtype = "auto" loads {spec.name!r} in {got["dtype"]}, the noise floor\'s own '
+                "dtype: the two scorings would be the same",
+                'Set dtype = "float32", or noise_floor to the other half-precision dtype',
+            )
+        out[spec.name] = {k: str(got[k]) for k in ("dtype", "attn_implementation")}
+    return out
+
+
+def _open_or_create(plan: Plan, overwrite: bool, recorded: dict[str, Any] | None = None):
     from psens import prompts
     from psens._version import __version__
 
@@ -865,6 +1093,7 @@ def _open_or_create(plan: Plan, overwrite: bool):
         **({"normalization": cfg.normalization} if cfg.normalization != "nonempty" else {}),
         **({"preset": cfg.preset} if cfg.preset else {}),
         **_solver_attrs(cfg),
+        **(recorded or {}),
     }
     return store.create(
         path,
@@ -932,19 +1161,26 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
         f"psens run: {len(cfg.models)} model(s) x {len(plan.items)} samples x "
         f"{len(plan.templates)} templates x {len(plan.shot_keys)} shot setting(s); "
         f"{est['forward_passes']:,} {_prompts_word(cfg)} (roughly {_fmt_time(est['seconds'])} "
-        f"at the speed of a reference 2-core CPU; timed on this machine after the first block), "
-        f"store ~{_fmt_bytes(est['store_bytes'])}"
+        f"from a FLOP model at {throughput(cfg, _dtype_name(cfg.dtype)) / 1e12:.3g} TFLOP/s"
+        f"{f', {served} served model(s) not counted' if (served := est['served']) else ''}; "
+        f"timed on this machine after the first block), store ~{_fmt_bytes(est['store_bytes'])}"
     )
     _check_disk(Path(cfg.store), est["store_bytes"])
-    _check_reachable(cfg.scheduler)
-    _check_models(cfg)
+    _check_scheduler(cfg)
     _check_device(cfg)
+    batch = resolve_batch(plan)  # "auto" without memory information is refused here
+    scoring = dataclasses.replace(cfg, batch_size=batch)  # what the scorers are built with
+    _check_models(scoring)
     _check_answer_tokens(cfg, plan)
+    loading = _loading(cfg)  # dtype and attention of each local model, before the store
     with store.lock(cfg.store, "psens run"):  # held until the last block is written
         resuming = Path(cfg.store).exists() and not overwrite
-        ds = _open_or_create(plan, overwrite)
+        ds = _open_or_create(plan, overwrite, {"batch_size": batch, "loading": loading})
         run_id = ds.attrs.get("run_id")  # None for stores of an older psens
         if resuming:
+            # the batch the store was started with (an "auto" batch may differ here)
+            batch = int(ds.attrs.get("batch_size", batch))
+            scoring = dataclasses.replace(cfg, batch_size=batch)
             store.remove_leftovers(cfg.store)
             _recompute_damaged(cfg.store, run_id, say)
         status = ds["status"].values
@@ -957,9 +1193,9 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
         if len(todo) < plan.blocks:
             say(f"resuming: {plan.blocks - len(todo)} of {plan.blocks} blocks already done")
         if cfg.scheduler:
-            _run_dask(cfg, plan, todo, progress, run_id)
+            _run_dask(scoring, plan, todo, progress, run_id)
         else:
-            _run_serial(cfg, plan, todo, progress, run_id, say)
+            _run_serial(scoring, plan, todo, progress, run_id, say)
     ds = store.open_run(cfg.store)
     say(summarize(ds, wall=time.perf_counter() - start))
     return ds
@@ -1006,7 +1242,8 @@ def _run_serial(
 ) -> None:
     """Blocks one by one, model by model. One progress bar counts masked prompts (so its rate
     and ETA are measured on this machine, and a block of 2**8 prompts weighs 8 times one of
-    2**5); after the first block, ``say`` prints the time left at the measured rate."""
+    2**5); after the first block of each model, ``say`` prints the time left at the rates
+    measured so far (:func:`recalibrate`)."""
     from tqdm.auto import tqdm
 
     by_model: dict[int, list[int]] = {}
@@ -1014,7 +1251,8 @@ def _run_serial(
         by_model.setdefault(m, []).append(s)
     order = [(m, s) for m, samples in by_model.items() for s in samples]
     total = sum(block_prompts(plan, s) for _, s in order)
-    calibrated, load = False, LOAD_SECONDS
+    timed: dict[int, tuple[int, float]] = {}  # model -> its first scored block and seconds
+    load = LOAD_SECONDS
     with tqdm(total=total, unit="prompt", disable=not progress) as bar:
         for k, (m, s) in enumerate(order):
             if k == 0 or m != order[k - 1][0]:
@@ -1029,12 +1267,15 @@ def _run_serial(
             ok = _run_block(scorer, plan, m, s, run_id, floor_scorer)
             took = time.perf_counter() - t0
             bar.update(block_prompts(plan, s))
-            if ok and not calibrated and say is not None and k + 1 < len(order):
-                calibrated = True  # the first block that was scored (a failed one is quick)
-                est = recalibrate(plan, order[k + 1 :], (m, s), took, load)
-                rate = est["rate"]
+            if ok and m not in timed and say is not None and k + 1 < len(order):
+                # the first block of each model that was scored (a failed one is quick)
+                first = not timed
+                timed[m] = (s, took)
+                est = recalibrate(plan, order[k + 1 :], timed, load)
+                rate = block_prompts(plan, s) / max(took, 1e-9)
                 line = (
-                    f"first block took {f'{took:.1f} s' if took < 10 else _fmt_time(took)} "
+                    f"{'first block' if first else f'first block of {cfg.model_names[m]}'} "
+                    f"took {f'{took:.1f} s' if took < 10 else _fmt_time(took)} "
                     f"({block_prompts(plan, s):,} {_prompts_word(cfg)}, "
                     f"{f'{rate:.1f}' if rate < 10 else f'{rate:.0f}'}/s on this machine); "
                     f"~{_fmt_time(est['seconds_left'])} left"
@@ -1050,7 +1291,12 @@ def _run_dask(cfg: RunConfig, plan: Plan, todo, progress: bool, run_id: str | No
 
     sched = str(cfg.scheduler)
     cluster = None
-    if sched.startswith("local:"):
+    if sched == "cuda":  # one single-threaded worker per GPU, each seeing only its own
+        from dask_cuda import LocalCUDACluster
+
+        cluster = LocalCUDACluster(threads_per_worker=1, dashboard_address=None)
+        client = Client(cluster)
+    elif sched.startswith("local:"):
         cluster = LocalCluster(
             n_workers=int(sched[6:]),
             threads_per_worker=1,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch")
@@ -29,13 +30,43 @@ def test_block_weights_and_recalibration_by_hand(assets, tmp_path):  # noqa: F81
     plan = runner.Plan(RunConfig.from_dict(_config(assets, tmp_path / "r.zarr")))
     assert [runner.block_prompts(plan, s) for s in range(3)] == [2 * 64, 2 * 128, 2 * 128]
     assert sum(runner.block_prompts(plan, s) for s in range(3)) == plan.forward_passes()
-    # first block: 128 prompts in 4 s -> 32/s; 512 prompts left -> 16 s
-    est = runner.recalibrate(plan, [(0, 1), (0, 2)], (0, 0), 4.0)
-    assert est == {"rate": 32.0, "seconds_left": 16.0}
-    # a second model of the same size costs its load time too
+    spec = plan.cfg.model_specs[0]
+    w = [runner.block_work(plan, s, spec) for s in range(3)]
+    # first block in 4 s: the other two take 4 s x their share of the work
+    est = runner.recalibrate(plan, [(0, 1), (0, 2)], {0: (0, 4.0)})
+    assert est["rate"] == 32.0 and est["seconds_left"] == pytest.approx(4.0 * (w[1] + w[2]) / w[0])
+    # a second model of the same size, not timed yet: the first one's rate, and its load
     plan.cfg.models.append(plan.cfg.models[0])
-    est = runner.recalibrate(plan, [(0, 1), (1, 0)], (0, 0), 4.0, load_seconds=3.0)
-    assert est["seconds_left"] == pytest.approx((256 + 128) / 32 + 3.0)
+    est = runner.recalibrate(plan, [(0, 1), (1, 0)], {0: (0, 4.0)}, load_seconds=3.0)
+    assert est["seconds_left"] == pytest.approx(4.0 * (w[1] + w[0]) / w[0] + 3.0)
+    # once timed (twice as slow), its own rate
+    est = runner.recalibrate(plan, [(1, 1), (1, 2)], {0: (0, 4.0), 1: (0, 8.0)})
+    assert est["seconds_left"] == pytest.approx(8.0 * (w[1] + w[2]) / w[0])
+
+
+def test_prompt_work_literal(assets, tmp_path):  # noqa: F811
+    """The prefix tree's tokens: the part before the first variable once, the part between
+    variables j and j + 1 once per distinct prefix (2**j), a prediction the whole prompt."""
+    from psens import prompts
+    from psens.models.hardware import CHARS_PER_TOKEN
+
+    plan = runner.Plan(RunConfig.from_dict(_config(assets, tmp_path / "r.zarr", shots=[0, 1])))
+    tree, full = runner.prompt_work(plan)
+    assert tree.shape == full.shape == (3, 2, 2)
+    for s in range(3):
+        for h, k in enumerate(plan.shot_keys):
+            r = prompts.render_spans(plan.items[s], "ips2", shots=plan.shots[k])
+            starts = sorted(a for a, _ in prompts.prompt_spans(r, plan.variables[s]))
+            cuts = [*starts, len(r.text)]
+            literal = cuts[0]
+            for j in range(1, len(cuts)):
+                literal += 2**j * (cuts[j] - cuts[j - 1])
+            assert tree[s, h, 1] * CHARS_PER_TOKEN == pytest.approx(literal)
+            assert full[s, h, 1] * CHARS_PER_TOKEN == len(r.text) == len(plan.prompts[s, h, 1])
+            # sharing: fewer tokens than 2**n whole prompts, more than one
+            assert len(r.text) < literal < 2 ** len(starts) * len(r.text)
+    # a shot's example is a shared prefix: it adds its tokens once, not 2**n times
+    np.testing.assert_allclose(tree[:, 1] - tree[:, 0], full[:, 1] - full[:, 0])
 
 
 def test_estimate_follows_the_measured_time(assets, tmp_path, monkeypatch, capsys):  # noqa: F811
@@ -47,8 +78,11 @@ def test_estimate_follows_the_measured_time(assets, tmp_path, monkeypatch, capsy
     blocks = {s: runner.compute_block(scorer, plan, s) for s in range(3)}  # computed up front
     took: dict[int, float] = {}
 
-    def slow(scorer, plan, sample):
-        time.sleep(SLOW * runner.block_prompts(plan, sample))
+    spec = plan.cfg.model_specs[0]
+    per_token = SLOW * runner.block_prompts(plan, 0) / runner.block_work(plan, 0, spec)
+
+    def slow(scorer, plan, sample):  # as slow as its work
+        time.sleep(per_token * runner.block_work(plan, sample, spec))
         return dict(blocks[sample])
 
     real_block = runner._run_block
@@ -86,9 +120,10 @@ def test_estimate_follows_the_measured_time(assets, tmp_path, monkeypatch, capsy
     assert len(said) == 1
     left = said[0]["seconds_left"]
     actual = took[1] + took[2]  # the blocks after the first, as they ran
-    # weighted: 512 prompts left at the first block's rate, ~4x its time (unweighted: 2x)
+    # weighted by work: the two larger blocks left take ~4x the first one's time
     assert left == pytest.approx(actual, rel=0.35)
-    assert left == pytest.approx(512 / said[0]["rate"])
+    work = [runner.block_work(plan, s, spec) for s in range(3)]
+    assert left == pytest.approx(took[0] * (work[1] + work[2]) / work[0], rel=0.05)
     assert said[0]["rate"] == pytest.approx(128 / took[0], rel=0.05)
     rough = runner.estimate(plan)["seconds"]  # the reference-rate estimate it replaces
     assert abs(left - actual) < abs(rough - actual) / 2

@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from psens import plan as plan_mod
+from psens import runner
 from psens.cli import main
 from psens.config import load_config
+from psens.models import hardware
 from psens.runner import Plan, estimate
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"
@@ -51,10 +53,23 @@ def test_run_plan_flag(capsys, tmp_path):
 def test_flop_formula_literal():
     # 2 x P x T x N / R: a 1B model, 100 tokens, 1000 prompts at 1e12 FLOP/s = 200 s
     assert plan_mod.flop_seconds(1e9, 100, 1000, 1e12) == pytest.approx(200.0)
-    rp = plan_mod.make_plan(load_config(EXAMPLES / "arc.toml"))
+    cfg = load_config(EXAMPLES / "arc.toml")
+    rp = plan_mod.make_plan(cfg)
     m = rp.models[0]
-    literal = 2 * 0.135e9 * m.tokens * m.passes / plan_mod.THROUGHPUT["cpu"]["float32"]
-    assert m.seconds == pytest.approx(literal)
+    p = Plan(cfg)
+    tree, full = runner.prompt_work(p)
+    flop = runner._model_scale(cfg.model_specs[0])  # non-embedding: 30 x 3.54M = 106M
+    assert flop == pytest.approx(30 * (2 * 576 * 576 + 2 * 576 * 192 + 3 * 576 * 1536))
+    literal = 2 * flop * (tree.sum() + full.sum()) / plan_mod.THROUGHPUT["cpu"]["float32"]
+    assert m.seconds == pytest.approx(literal + 10.0)  # and one load
+    # the run's own estimate before its first block is the same function
+    assert estimate(p)["seconds"] == pytest.approx(literal + 10.0)
+    # a noise floor: the tree scored again at the bfloat16 rate, and a second load
+    floor = load_config(EXAMPLES / "arc.toml")
+    floor.noise_floor = "bfloat16"
+    t = estimate(Plan(floor))["seconds"]
+    bf16 = 2 * flop * tree.sum() / plan_mod.THROUGHPUT["cpu"]["bfloat16"]
+    assert t == pytest.approx(literal + bf16 + 20.0)
 
 
 @pytest.mark.parametrize("path", PAPER, ids=lambda p: p.stem)
@@ -83,17 +98,47 @@ def test_n_vars_above_dense_limit(capsys, tmp_path):
 
 
 def test_model_too_large(monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(plan_mod, "free_memory", lambda device: (1e8, "a small machine"))
+    monkeypatch.setattr(hardware, "free_memory", lambda device: (1e8, "a small machine"))
     assert main(["plan", str(_config(tmp_path))]) == 2
     err = capsys.readouterr().err
     assert "needs about" in err and 'device = "auto"' in err
     assert main(["plan", str(_config(tmp_path, device='"auto"'))]) == 0
 
 
-def test_run_refuses_auto_before_store(capsys, tmp_path):
-    assert main(["run", str(_config(tmp_path, device='"auto"')), "--no-progress"]) == 2
-    assert 'device = "auto"' in capsys.readouterr().err
+@pytest.mark.parametrize("command", ["plan", "run"])
+def test_batch_auto_without_memory_information(command, monkeypatch, capsys, tmp_path):
+    """A device that reports no free memory (as mps): refused by the plan and the run alike,
+    before any store."""
+    monkeypatch.setattr(hardware, "free_memory", lambda device: (None, "mps"))
+    cfg = _config(tmp_path, batch_size='"auto"')
+    assert main([command, str(cfg), *(["--no-progress"] if command == "run" else [])]) == 2
+    err = capsys.readouterr().err.strip()  # the run prints its estimate line first
+    assert "Traceback" not in err and 'batch_size = "auto" needs the free memory' in err
+    assert 'batch_size = "auto"' in err.splitlines()[-1]
     assert not (tmp_path / "s.zarr").exists()
+
+
+@pytest.mark.parametrize("command", ["plan", "run"])
+def test_cuda_refused_without_cuda(command, capsys, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    for over, said in (
+        ({"device": '"cuda"'}, "this machine has no CUDA"),
+        ({"scheduler": '"cuda"'}, "dask-cuda"),
+    ):
+        cfg = _config(tmp_path, **over)
+        assert main([command, str(cfg), *(["--no-progress"] if command == "run" else [])]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "Traceback" not in err and said in err.splitlines()[-1]
+        assert not (tmp_path / "s.zarr").exists()
+
+
+def test_plan_prints_the_auto_batch(capsys, tmp_path):
+    assert main(["plan", str(_config(tmp_path, batch_size='"auto"'))]) == 0
+    # 23 GB free, a 135M model: the cap, 2**5 masked prompts of one prompt
+    assert "batch 32" in capsys.readouterr().out
 
 
 def test_table7_config_is_the_papers_pairs():
@@ -153,7 +198,8 @@ def test_calibrate_measures_a_rate(tmp_path):
         "assert main(['plan', cfg, '--calibrate']) == 0;"
         "rp = P.calibrate(P.make_plan(load_config(cfg))); (m,) = rp.models;"
         "assert rp.calibrated and rp.throughput > 0;"
-        "ref = P.flop_seconds(m.params, m.tokens, m.passes, rp.throughput);"
+        "from psens.runner import Plan, model_seconds;"
+        "ref = model_seconds(Plan(rp.config), rp.config.model_specs[0], rp.throughput);"
         "assert abs(m.seconds - ref) <= 1e-9 * max(1.0, ref), (m.seconds, ref)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -50,6 +50,7 @@ def load(
     cache_dir: str | os.PathLike | None = None,
     verbose: bool = False,
     source: dict | None = None,
+    trust_remote_code: bool = False,
     **scorer_options,
 ) -> Scorer:
     """Load a causal LM and wrap it in a :class:`Scorer`.
@@ -62,13 +63,16 @@ def load(
         ``save_pretrained``, or a hub id (``"org/model"``; needs the internet unless
         already in the hub cache). A path that exists (or starts with ``.``, ``/`` or
         ``~``) is always that path, even when its name is also a packaged or table name.
-    dtype : {"float32", "float16", "bfloat16"} or torch.dtype, optional
-        Default float32 on every device. The paper ran float16 on GPUs (E.1); pass
-        ``dtype="float16"`` to replicate that, knowing that IPS is sensitive to the
-        rounding: on SmolLM2 (10 ARC prompts, n=8) float16 moves v by 0.011 on average
-        and the IPS between the float32 and float16 decompositions of the *same*
-        prompt is 0.20 (bfloat16: 0.085 and 1.28, out of 2).
-    device : {"cpu", "cuda", "mps"}
+    dtype : {"float32", "float16", "bfloat16", "auto"} or torch.dtype, optional
+        Default float32 on every device; ``"auto"``: the checkpoint's own dtype (its
+        ``config.json``; float32 for a GGUF model, which psens dequantises). The paper ran
+        float16 on GPUs (E.1); pass ``dtype="float16"`` to replicate that, knowing that IPS
+        is sensitive to the rounding: on SmolLM2 (10 ARC prompts, n=8) float16 moves v by
+        0.011 on average and the IPS between the float32 and float16 decompositions of the
+        *same* prompt is 0.20 (bfloat16: 0.085 and 1.28, out of 2).
+    device : {"cpu", "cuda", "cuda:N", "mps", "auto"}
+        ``"auto"``: ``device_map="auto"`` (accelerate) shards the model over the GPUs (the
+        CPU without one).
     mask_token : str or int, optional
         Override of the mask token (appendix E.4); see :func:`mask_token`.
     cache_dir : path, optional
@@ -78,6 +82,9 @@ def load(
     source : dict, optional
         :func:`resolve_source` of ``name_or_path`` when the caller has resolved it already
         (:class:`psens.models.spec.ModelSpec`).
+    trust_remote_code : bool
+        Run the model's own code from its folder or hub repository (passed to transformers
+        only when true; default false).
     **scorer_options
         Passed to :class:`Scorer` (``n_max``, ``seed``, ``one_token_per_word``,
         ``batch_size``, ``progress``, ``open_tokens``, ``open_reduce``).
@@ -104,6 +111,7 @@ def load(
         verbose=verbose,
         check_tokenizer=check,
         source=src,
+        trust_remote_code=trust_remote_code,
     )
     if row:
         info.update({f"table_{k}": v for k, v in row.items()})

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -52,10 +53,14 @@ __all__ = [
     "PACKAGED_MODELS",
     "cache_root",
     "check_available",
+    "checkpoint_dtype",
     "converted_folder",
     "file_digest",
     "load_model_and_tokenizer",
+    "load_settings",
+    "local_config",
     "model_fingerprint",
+    "resolve_dtype",
     "resolve_source",
     "user_path",
 ]
@@ -88,7 +93,6 @@ DTYPE_NAMES = {
     "bfloat16": "bfloat16",
     "bf16": "bfloat16",
 }
-_DTYPES = {None: None, **DTYPE_NAMES}
 
 
 def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
@@ -457,29 +461,142 @@ def converted_folder(gguf: Path, root: Path, name: str | None = None) -> Path:
     return out
 
 
-def _torch_dtype(dtype):
-    import torch
+def _dtype_of(dtype) -> str:
+    """The canonical name of a ``dtype`` argument (None: float32; a torch.dtype: its name)."""
+    if dtype is not None and not isinstance(dtype, str):  # a torch.dtype
+        name = str(dtype).removeprefix("torch.")
+        if name in DTYPE_NAMES.values():
+            return name
+    elif dtype is None or dtype in DTYPE_NAMES:
+        return DTYPE_NAMES[dtype or "float32"]  # float32 everywhere: half precision moves IPS
+    fail(
+        "psens.models.load",
+        f"dtype={dtype!r} is not known",
+        f"Pass one of {[*DTYPE_NAMES, 'auto']} or a torch.dtype",
+    )
+    raise AssertionError  # unreachable
 
-    if isinstance(dtype, torch.dtype):
-        return dtype
-    if dtype not in _DTYPES:
-        fail(
-            "psens.models.load",
-            f"dtype={dtype!r} is not known",
-            f"Pass one of {[k for k in _DTYPES if k]} or a torch.dtype",
-        )
-    name = _DTYPES[dtype]
-    if name is None:  # float32 everywhere: half precision visibly moves IPS (see load)
-        name = "float32"
-    return getattr(torch, name)
+
+def local_config(source: dict[str, Any], *, download: bool = False) -> dict[str, Any] | None:
+    """A model's ``config.json`` as a dict, when it is on this machine (nothing converted):
+    a folder's; a GGUF model's converted folder's once it has been converted (the cache
+    entry of :func:`converted_folder`); a hub model's in the local hub cache
+    (``download=True`` fetches it). None otherwise."""
+    path: Any = None
+    if source["kind"] == "folder":
+        path = Path(source["path"]) / "config.json"
+    elif source["kind"] == "gguf":
+        if source["path"] is None:  # packaged: its file, if the package is installed
+            info = PACKAGED_MODELS[source["name"]]
+            folder = package_folder(info["module"])
+            gguf = None if folder is None else folder / info["file"]
+            if gguf is None or not gguf.exists():
+                gguf = source["cache"] / "gguf" / info["file"]
+            name = source["name"]
+        else:
+            gguf, name = Path(source["path"]), Path(source["path"]).stem
+        if gguf.exists():
+            path = source["cache"] / f"{name}-{file_digest(gguf)[:16]}" / "config.json"
+    else:
+        from huggingface_hub import hf_hub_download, try_to_load_from_cache
+
+        path = try_to_load_from_cache(str(source["path"]), "config.json")
+        if not isinstance(path, str):
+            path = hf_hub_download(str(source["path"]), "config.json") if download else None
+    if path is None:
+        return None
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def checkpoint_dtype(source: dict[str, Any], *, download: bool = False) -> str | None:
+    """The dtype a checkpoint's weights are stored in, as a canonical name (``"bfloat16"``).
+
+    ``config.json``'s ``dtype`` (``torch_dtype`` before transformers 5; in a multimodal
+    config, its ``text_config``'s; :func:`local_config`); ``"float32"`` for a GGUF model
+    (psens dequantises it to float32, :func:`converted_folder`). None when the config is not
+    on this machine (a hub model not downloaded; ``download=True`` fetches its
+    ``config.json``) or names no dtype psens scores in.
+    """
+    if source["kind"] == "gguf":
+        return "float32"
+    conf = local_config(source, download=download)
+    for part in (conf or {}, (conf or {}).get("text_config") or {}):
+        name = part.get("dtype") or part.get("torch_dtype")
+        if name:
+            return DTYPE_NAMES.get(str(name).removeprefix("torch."))
+    return None
+
+
+def resolve_dtype(source: dict[str, Any], dtype=None, *, download: bool = False) -> str:
+    """The canonical dtype a model is loaded in: ``dtype``'s (default float32), and for
+    ``"auto"`` the checkpoint's (:func:`checkpoint_dtype`; float32 when it names none)."""
+    if isinstance(dtype, str) and dtype == "auto":
+        return checkpoint_dtype(source, download=download) or "float32"
+    return _dtype_of(dtype)
+
+
+def _weights_folder(src: dict[str, Any]) -> tuple[Any, bool]:
+    """The folder (or hub id) ``from_pretrained`` reads, converting a GGUF file once
+    (:func:`converted_folder`), and whether it is a hub id."""
+    if src["kind"] == "gguf":
+        if src["path"] is None:  # packaged: the entry is named after the short name
+            gguf, name = _packaged_gguf(src["name"], src["cache"]), src["name"]
+        else:
+            gguf, name = src["path"], None
+        return converted_folder(gguf, src["cache"], name), False
+    return src["path"], src["kind"] == "hub"
+
+
+def _attention(folder, trust_remote_code: bool) -> str:
+    """``"sdpa"`` when the model class of ``folder``'s config supports PyTorch's
+    scaled-dot-product attention (``_supports_sdpa``), else ``"eager"``."""
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    remote = {"trust_remote_code": True} if trust_remote_code else {}
+    conf = AutoConfig.from_pretrained(folder, **remote)
+    ref = (getattr(conf, "auto_map", None) or {}).get("AutoModelForCausalLM")
+    if trust_remote_code and ref:
+        from transformers.dynamic_module_utils import get_class_from_dynamic_module
+
+        cls = get_class_from_dynamic_module(ref, str(folder))
+    else:
+        cls = MODEL_FOR_CAUSAL_LM_MAPPING.get(type(conf), None)
+    return "sdpa" if getattr(cls, "_supports_sdpa", False) else "eager"
+
+
+def load_settings(
+    source: dict[str, Any], dtype=None, *, trust_remote_code: bool = False
+) -> dict[str, Any]:
+    """How a model is loaded, known before its weights are read (a run records it in its
+    store before loading): ``{"folder", "hub", "dtype", "attn_implementation"}``.
+
+    ``dtype``: :func:`resolve_dtype` (``"auto"``: the checkpoint's); ``attn_implementation``:
+    ``"sdpa"`` (PyTorch's fused scaled-dot-product attention) where the model class supports
+    it, else ``"eager"``. A GGUF model is converted once here (:func:`converted_folder`).
+    """
+    folder, hub = _weights_folder(source)
+    return {
+        "folder": folder,
+        "hub": hub,
+        "dtype": resolve_dtype(source, dtype, download=True),
+        "attn_implementation": _attention(folder, trust_remote_code),
+    }
 
 
 def _check_device(device: str) -> str:
     import torch
 
     kind = str(device).split(":")[0]
-    if kind not in ("cpu", "cuda", "mps"):
-        fail("psens.models.load", f"device={device!r} is not known", "Pass 'cpu', 'cuda' or 'mps'")
+    if kind not in ("cpu", "cuda", "mps", "auto"):
+        fail(
+            "psens.models.load",
+            f"device={device!r} is not known",
+            "Pass 'cpu', 'cuda', 'mps' or 'auto'",
+        )
     if kind == "cuda" and not torch.cuda.is_available():
         fail("psens.models.load", "CUDA is not available", "Pass device='cpu'", RuntimeError)
     if kind == "mps" and not torch.backends.mps.is_available():
@@ -519,42 +636,62 @@ def load_model_and_tokenizer(
     verbose: bool = False,
     check_tokenizer=None,
     source=None,
+    trust_remote_code: bool = False,
 ):
     """Load ``(model, tokenizer, info)``; GGUF models go through the float cache.
 
-    ``info`` holds ``name``, ``source`` (the resolved path or hub id), ``kind`` and
-    ``load_seconds``.
+    ``dtype``: a name of :data:`DTYPE_NAMES`, a torch.dtype or ``"auto"`` (the checkpoint's,
+    :func:`resolve_dtype`); default float32. ``device``: ``"cpu"``, ``"cuda[:N]"``, ``"mps"``
+    or ``"auto"``: ``device_map="auto"`` (accelerate) places the layers over every GPU (and
+    the CPU when they are full; everything on the CPU without a GPU), and inputs go to the
+    first device (the input embeddings'). Attention is PyTorch's scaled-dot-product
+    attention where the model supports it, else eager (:func:`load_settings`).
+    ``trust_remote_code`` is passed to transformers only when true.
+
+    ``info`` holds ``name``, ``source`` (the resolved path or hub id), ``kind``,
+    ``load_seconds``, ``dtype``, ``attn_implementation`` and ``device_map`` (the module ->
+    device map of a model loaded with ``device="auto"``, else None).
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     device = _check_device(device)
-    tdtype = _torch_dtype(dtype)
     src = source or resolve_source(name_or_path, cache_dir)
     t0 = time.perf_counter()
-    if src["kind"] == "gguf":
-        if src["path"] is None:  # packaged: the entry is named after the short name
-            gguf, name = _packaged_gguf(src["name"], src["cache"]), src["name"]
-        else:
-            gguf, name = src["path"], None
-        folder, hub = converted_folder(gguf, src["cache"], name), False
-    elif src["kind"] == "folder":
-        folder, hub = src["path"], False
-    else:
-        folder, hub = src["path"], True
+    settings = load_settings(src, dtype, trust_remote_code=trust_remote_code)
+    folder, hub = settings["folder"], settings["hub"]
     if not verbose:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-    tok = AutoTokenizer.from_pretrained(folder)
+    remote = {"trust_remote_code": True} if trust_remote_code else {}
+    tok = AutoTokenizer.from_pretrained(folder, **remote)
     if check_tokenizer is not None:
         check_tokenizer(tok)  # clear errors before the expensive model load
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=tdtype)
-    model.to(device)
+    import torch
+
+    placed = {"device_map": "auto"} if device == "auto" else {}
+    model = AutoModelForCausalLM.from_pretrained(
+        folder,
+        dtype=getattr(torch, settings["dtype"]),
+        attn_implementation=settings["attn_implementation"],
+        **placed,
+        **remote,
+    )
+    if device != "auto":
+        model.to(device)
     model.eval()
     info = {
         "name": src["name"],
         "source": str(folder),
         "kind": src["kind"] if not hub else "hub",
         "load_seconds": time.perf_counter() - t0,
+        "dtype": settings["dtype"],
+        "attn_implementation": settings["attn_implementation"],
+        # transformers keeps a one-device map to itself (it dispatches only over several)
+        "device_map": (
+            getattr(model, "hf_device_map", None) or {"": str(model.device)}
+            if device == "auto"
+            else None
+        ),
     }
     return model, tok, info

@@ -62,6 +62,7 @@ import numpy as np
 from psens import prompts as _prompts
 from psens._validation import check_positive_int, fail
 from psens.datasets import Item
+from psens.models.hardware import available_ram as _available_ram
 from psens.models.mask_tokens import MaskToken
 from psens.models.tree import TreeForward, supports, target_log_probs
 
@@ -117,21 +118,6 @@ class Prediction:
     confidence: float
     option_probs: dict[str, float]
     hidden: np.ndarray = field(repr=False)
-
-
-def _available_ram() -> float:
-    """Available RAM in bytes (psutil when installed, else sysconf; 4 GiB if unknown)."""
-    try:
-        import psutil
-
-        return float(psutil.virtual_memory().available)
-    except ImportError:
-        import os
-
-        try:
-            return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-        except (ValueError, OSError, AttributeError):
-            return 4.0 * 2**30
 
 
 def _rope_depends_on_length(cfg) -> bool:
@@ -270,7 +256,12 @@ class Scorer:
         self.info = dict(info or {})
         self._open_targets: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._prefixes: dict[str, Any] = {}  # few-shot prefix -> its key/value cache
-        self.tree = TreeForward(model) if tree_attention and supports(model) else None
+        # one device: the tree walk calls the layers' parts directly, which a model sharded
+        # over several devices (device_map) cannot take; it goes through its own forward
+        sharded = len(set(map(str, (getattr(model, "hf_device_map", None) or {}).values()))) > 1
+        self.tree = (
+            TreeForward(model) if tree_attention and supports(model) and not sharded else None
+        )
         params = inspect.signature(model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
         # the decoder without the LM head: intermediate prefix-tree levels need no logits
@@ -289,7 +280,11 @@ class Scorer:
 
     @property
     def device(self):
-        """The model's device."""
+        """The device inputs go to: the input embeddings' (a model sharded with
+        ``device_map`` starts there)."""
+        embed = self.model.get_input_embeddings()
+        if embed is not None and getattr(embed, "weight", None) is not None:
+            return embed.weight.device
         return next(self.model.parameters()).device
 
     @property

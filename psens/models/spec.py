@@ -161,11 +161,13 @@ class ModelSpec:
         dtype: str | None = None,
         device: str = "cpu",
         mask_token: str | None = None,
+        trust_remote_code: bool = False,
         **options: Any,
     ):
         """The model's scorer: :func:`psens.models.load` for a local model (in ``dtype``,
-        on ``device``), :class:`psens.models.served.ServedScorer` for a served one (the
-        server's precision and device: ``dtype`` and ``device`` do not apply)."""
+        on ``device``, running the model's own code only with ``trust_remote_code``),
+        :class:`psens.models.served.ServedScorer` for a served one (the server's precision
+        and device: ``dtype``, ``device`` and ``trust_remote_code`` do not apply)."""
         if self.served is None:
             from psens import models
 
@@ -176,6 +178,7 @@ class ModelSpec:
                 mask_token=mask_token,
                 cache_dir=self.cache_dir,
                 source=self.source,
+                trust_remote_code=trust_remote_code,
                 **options,
             )
         from psens.models.served import ServedScorer

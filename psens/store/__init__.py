@@ -39,7 +39,10 @@ attrs
     ``normalization`` (``"all"``, only in runs that normalise over the empty set too;
     :func:`psens.settings.run_settings` reads ``"nonempty"`` where it is absent);
     ``preset`` (``"paper"``, only in runs made with ``preset = "paper"``);
-    ``run_id`` (a uuid drawn when :func:`create` makes the store).
+    ``run_id`` (a uuid drawn when :func:`create` makes the store); from ``psens run``:
+    ``batch_size`` (the masked prompts per forward pass it scored with: the config's, or
+    the one ``batch_size = "auto"`` chose) and ``loading`` (JSON, per local model its
+    ``dtype`` and ``attn_implementation``, ``"sdpa"`` or ``"eager"``).
 integrity (on disk only; :func:`open_run` leaves them out of the Dataset)
     ``block_checksum`` (model, sample): per block, a JSON object of one blake2b digest per
     data variable, written with the block; the root attr ``psens_checksums``: a digest of
