@@ -187,6 +187,25 @@ class RunConfig:
         return cfg
 
     @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """Every key's default (``None`` for the required ``store``, ``models``, ``dataset``).
+
+        Examples
+        --------
+        >>> RunConfig.defaults()["solver"], RunConfig.defaults()["store"]
+        ('canonical', None)
+        """
+        out = {}
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING:
+                out[f.name] = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                out[f.name] = f.default_factory()
+            else:
+                out[f.name] = None
+        return out
+
+    @classmethod
     def from_any(cls, config: RunConfig | dict | str | os.PathLike) -> RunConfig:
         """A RunConfig from itself, a dict, or a TOML/YAML file path."""
         if isinstance(config, RunConfig):
@@ -244,11 +263,11 @@ class RunConfig:
         from psens.interactions import SolverSettings
 
         if self.preset is not None and not self.__dict__.get("_preset_applied"):
-            defaults = RunConfig("", [], "")
+            defaults = self.defaults()
             given = {
                 f.name: getattr(self, f.name)
                 for f in dataclasses.fields(self)
-                if getattr(self, f.name) != getattr(defaults, f.name)
+                if getattr(self, f.name) != defaults[f.name]
             }
             for key, value in apply_preset(given).items():
                 setattr(self, key, value)

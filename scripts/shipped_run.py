@@ -89,7 +89,6 @@ def compare(a: Path, b: Path) -> list[str]:
 def _same_config(a, b) -> bool:
     """Two recorded run configs that differ only by keys one of them lacks and the other
     holds at the key's default (a key added to psens after the committed file was made)."""
-    import dataclasses
     import json
 
     from psens.config import RunConfig
@@ -100,10 +99,7 @@ def _same_config(a, b) -> bool:
         return False
     if not isinstance(x, dict) or not isinstance(y, dict):
         return False
-    defaults = {
-        f.name: f.default if f.default is not dataclasses.MISSING else None
-        for f in dataclasses.fields(RunConfig)
-    }
+    defaults = RunConfig.defaults()
     for key in set(x) ^ set(y):
         value = x.get(key, y.get(key))
         if key not in defaults or value != defaults[key]:

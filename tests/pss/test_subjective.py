@@ -327,3 +327,17 @@ def test_the_synthetic_run_is_labelled_and_has_the_run_layout():
     assert (status == "unparsed").any() and np.isnan(ds["score"].values[status != "ok"]).all()
     ref = [[literal_s_i(list(ds["score"].values[m, s])) for s in range(12)] for m in range(2)]
     np.testing.assert_allclose(ds["S_i"].values, ref, equal_nan=True)
+
+
+def test_check_ignores_a_config_key_added_later_at_its_default_only():
+    """A committed file made before a config key existed matches a rerun that records the
+    key at its default (RunConfig.defaults), and not one that sets another value."""
+    import json
+
+    same = _shipped_run_module()._same_config
+    old = json.dumps({"store": "x.zarr", "seed": 0})
+    assert same(old, json.dumps({"store": "x.zarr", "seed": 0, "normalization": "nonempty"}))
+    assert not same(old, json.dumps({"store": "x.zarr", "seed": 0, "normalization": "all"}))
+    assert not same(old, json.dumps({"store": "x.zarr", "seed": 1}))
+    assert not same(old, json.dumps({"store": "x.zarr", "seed": 0, "banana": 1}))
+    assert not same("not json", old)
