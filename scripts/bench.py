@@ -174,13 +174,11 @@ def bench_canonical() -> dict:
 
 
 def cpu_model() -> str:
-    """The CPU model name (``/proc/cpuinfo``), else the platform's processor string; every
-    benchmark and measuring script prints it through this one function."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(ln.split(":", 1)[1].strip() for ln in f if "model name" in ln)
-    except (OSError, StopIteration):
-        return platform.processor() or "unknown CPU"
+    """The CPU model name: :func:`psens.models.hardware.cpu_name`, the one lookup that
+    ``psens plan`` and every benchmark and measuring script print."""
+    from psens.models.hardware import cpu_name
+
+    return cpu_name()
 
 
 def machine() -> dict:

@@ -54,14 +54,9 @@ RERUN_TEMPLATES = ["ips1", "ips4"]
 
 def cpu_line() -> str:
     """The CPU model and the load average (printed with every measurement)."""
-    name = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from psens.models.hardware import cpu_name
+
+    name = cpu_name()
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return f"CPU: {name} ({os.cpu_count()} cores); load average {load}"
 

@@ -337,10 +337,11 @@ def order_verdicts(head, ds=None) -> list[str]:
 
 
 def chat_check(ds, head, *, templates=("ips1",), limit: int = 8) -> tuple[str, Any, Any]:
-    """Is it the model or the prompt? For each instruct model of a real run whose headline
-    flags "majority answer X on N %", ask the run's first ``limit`` items (0-shot, under
-    ``templates``) as raw prompts — as the IPS paper formats them — and through the model's
-    chat template (:func:`psens.models.chat.chat_comparison`).
+    """Is it the model or the prompt? The first instruct model of a real run whose headline
+    flags "majority answer X on N %" is asked the run's first ``limit`` items (0-shot, under
+    ``templates``) as raw prompts — as the IPS paper formats them — and through its chat
+    template (:func:`psens.models.chat.chat_comparison`); one model, so the cell stays
+    seconds long (pass ``head`` filtered to another model to ask that one).
 
     Returns ``(message, table, chart)``: the message says what was asked and what changed
     (or why nothing was asked: a synthetic run, no flagged instruct model, a model that
