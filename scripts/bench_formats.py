@@ -9,7 +9,10 @@ over the whole item pool (:func:`psens.formats.analysis.correctness`); a seed fi
 best (worst) format when the format it answers has the highest (lowest) pool accuracy —
 **a format tied with the true best (worst) in pool accuracy counts as a hit**, and each row
 says how many formats share the extreme. Target: both found in at least 9 of 10 seeds with
-at most 30 % of the calls. ``ratio`` is all calls / calls used (target >= 1 / 0.3).
+at most 30 % of the calls. ``ratio`` is all calls / calls used (target >= 1 / 0.3). Each
+real model's row also says the smallest budget (10 %, 20 %, … 90 %, 99 % of the calls) at
+which the search reaches 9 of 10 for both (:func:`budget_needed`): how far the run is from
+the target.
 FormatSpread's kind of search (:func:`thompson_search`, independent Beta posteriors) on the
 same budget is in each row for comparison (``thompson_*``).
 """
@@ -31,12 +34,13 @@ SEEDS = 10
 
 
 def _row(label: str, correct: np.ndarray, *, target: bool) -> dict:
-    from psens.formats.search import hit_rates, thompson_search
+    from psens.formats.search import budget_needed, hit_rates, thompson_search
 
     t = time.perf_counter()
     fig = hit_rates(correct, fraction=FRACTION, seeds=SEEDS)
     wall = (time.perf_counter() - t) / SEEDS
     base = hit_rates(correct, fraction=FRACTION, seeds=SEEDS, search=thompson_search)
+    needed = budget_needed(correct, hits=9, seeds=SEEDS)["fraction"] if target else None
     n_items, k = correct.shape
     ratio = fig["all_calls"] / fig["max_calls"]
     ok = ratio >= 1 / FRACTION - 1e-9 and min(fig["best_hits"], fig["worst_hits"]) >= 0.9 * SEEDS
@@ -49,6 +53,10 @@ def _row(label: str, correct: np.ndarray, *, target: bool) -> dict:
         f"to the true best {fig['best_regret']:.3f}, worst {fig['worst_regret']:.3f}; Thompson "
         f"baseline best {base['best_hits']}/{SEEDS}, worst {base['worst_hits']}/{SEEDS}"
     )
+    if target:
+        name += "; budget needed for 9 of 10 (both): " + (
+            f"{100 * needed:.0f} % of the calls" if needed else "more than 99 % of the calls"
+        )
     return {
         "name": name,
         "psens_seconds": wall,
@@ -58,6 +66,7 @@ def _row(label: str, correct: np.ndarray, *, target: bool) -> dict:
         **({"ok": bool(ok)} if target else {}),
         **fig,
         **{f"thompson_{key}": base[key] for key in ("best_hits", "worst_hits", "mean_calls")},
+        **({"fraction_needed_for_9_of_10": needed} if target else {}),
     }
 
 

@@ -7,8 +7,9 @@
   A format is a :class:`psens.prompts.Template`, so every method accepts it by its id.
 * :mod:`psens.formats.analysis` — accuracy per format and its spread (bootstrap CI over
   items, permutation noise floor), one-change pairs, IPS by format dimension, PSS;
-* :mod:`psens.formats.search` — the budgeted best/worst format search (Thompson sampling
-  on Beta posteriors) and how sure it is.
+* :mod:`psens.formats.search` — the budgeted best/worst format search (paired elimination
+  on the finite pool; FormatSpread's Thompson sampling as the baseline), how sure it is,
+  and how often (at which budget) it finds a stored run's extremes.
 
 References
 ----------

@@ -26,8 +26,10 @@ true extreme; the challenger is the remaining contender most
 likely to beat ``L``, and whichever of ``L`` and the challenger has seen fewer items sees the
 next ``step`` ones (both, at equal counts). Formats clearly in the middle thus drop out of
 both races early, and close contenders are evaluated on the whole pool, where their
-accuracy is exact. The search stops when one contender is left for each target or the
-budget is spent, and answers the leaders with
+accuracy is exact. When one contender is left for each target and budget remains, every
+eliminated format whose posterior of beating the present leader is back at ``>= δ`` (it
+was dropped against an earlier leader, or on fewer items) returns to its race. The search
+stops when no format returns or the budget is spent, and answers the leaders with
 
 .. math::
     p_\mathrm{best} = 1 - \sum_{g \neq b} P(\mathrm{acc}_g > \mathrm{acc}_b)
@@ -71,6 +73,7 @@ from psens._validation import check_in_interval, check_positive_int, fail
 
 __all__ = [
     "SearchResult",
+    "budget_needed",
     "hit_rates",
     "paired_exceed_probability",
     "paired_search",
@@ -312,6 +315,23 @@ class _Races:
         return np.array([self._cache[key] for key in keys])
 
 
+def _reopen(races: _Races, contenders: list[np.ndarray], delta: float) -> bool:
+    """With budget left and every race down to one contender: bring back each eliminated
+    format whose paired posterior of beating its race's leader is now ``>= delta`` (a
+    format dropped against an earlier leader, or on fewer items, may beat the present one).
+    True when a race has more than one contender again."""
+    again = False
+    for target, alive in enumerate(contenders):
+        lead = races.leader(target, alive)
+        out = np.flatnonzero(~alive)
+        if not len(out):
+            continue
+        back = out[races.exceed(target, lead, out) >= delta]
+        alive[back] = True
+        again = again or bool(len(back))
+    return again
+
+
 def paired_search(
     correct: np.ndarray,
     budget: int,
@@ -383,6 +403,7 @@ def paired_search(
     for f in range(k):
         evaluate(f, max(first, 1 if f < limit else 0))
     contenders = [np.ones(k, dtype=bool), np.ones(k, dtype=bool)]
+    reopened_at = -1
     while calls < limit:
         moved = False
         for target in (0, 1):
@@ -407,7 +428,10 @@ def paired_search(
                 evaluate(int(f), int(low) + step)
             moved = True
         if not moved:
-            break
+            # reopen only after calls since the last reopening (no loop without progress)
+            if calls == reopened_at or not _reopen(races, contenders, delta):
+                break
+            reopened_at = calls
     answers, sure = [], []
     for target in (0, 1):
         b = races.leader(target, contenders[target])
@@ -472,3 +496,39 @@ def hit_rates(
         "n_best_ties": int((acc == acc.max()).sum()),
         "n_worst_ties": int((acc == acc.min()).sum()),
     }
+
+
+def budget_needed(
+    correct: np.ndarray,
+    *,
+    hits: int = 9,
+    seeds: int = 10,
+    fractions: Sequence[float] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99),
+    search: Callable[..., SearchResult] | None = None,
+) -> dict[str, Any]:
+    r"""The smallest budget, as a fraction of all ``N · k`` calls, at which a search finds
+    both the best and the worst format of a stored oracle in at least ``hits`` of ``seeds``
+    seeds (:func:`hit_rates` at each of ``fractions`` in turn, from the smallest).
+
+    Returns ``{"fraction": f or None, "tried": [(f, best_hits, worst_hits), ...]}`` —
+    ``None`` when no fraction tried is enough.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> oracle = (rng.random((80, 4)) < [0.1, 0.5, 0.5, 0.9]).astype(float)
+    >>> budget_needed(oracle, hits=3, seeds=3)["fraction"]
+    0.1
+    """
+    where = "psens.formats.budget_needed"
+    seeds = check_positive_int(seeds, where, "seeds")
+    hits = check_positive_int(hits, where, "hits")
+    if hits > seeds:
+        fail(where, f"hits = {hits} > seeds = {seeds}", "Ask for at most one hit per seed")
+    tried = []
+    for fraction in sorted(fractions):
+        h = hit_rates(correct, fraction=fraction, seeds=seeds, search=search)
+        tried.append((float(fraction), h["best_hits"], h["worst_hits"]))
+        if min(h["best_hits"], h["worst_hits"]) >= hits:
+            return {"fraction": float(fraction), "tried": tried}
+    return {"fraction": None, "tried": tried}
