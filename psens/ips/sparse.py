@@ -75,13 +75,14 @@ from psens.interactions.sparse import (
 from psens.ips.metric import (
     CLASSES,
     ORDER_LEVELS,
+    _check_normalization,
     _check_tau,
     class_masks,
     ips_term,
     nanmean,
     order_band,
 )
-from psens.settings import DEFAULT_TAU
+from psens.settings import DEFAULT_NORMALIZATION, DEFAULT_TAU
 
 __all__ = [
     "SparseSample",
@@ -119,28 +120,36 @@ def _parts(game: Game) -> tuple[int, list[tuple[str, SparseInteractions]]]:
     raise AssertionError  # unreachable
 
 
-def normalize_sparse(game: Game) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def normalize_sparse(
+    game: Game, normalization: str = DEFAULT_NORMALIZATION
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     r"""Normalised interactions :math:`\tilde I` of one game on its support (§3.2).
 
-    Returns ``{"and": (subsets, Ĩ), "or": (subsets, Ĩ)}`` over the non-empty listed subsets
-    (``"or"`` empty for an AND-only game). Normalised over all :math:`2(2^n-1)` AND and OR
-    interactions, the unlisted ones being 0: ``min`` is 0 unless every one is listed.
+    Returns ``{"and": (subsets, Ĩ), "or": (subsets, Ĩ)}`` over the listed subsets (``"or"``
+    empty for an AND-only game). ``normalization="nonempty"`` (default): the non-empty
+    subsets, normalised over all :math:`2(2^n-1)` AND and OR interactions with
+    :math:`S \neq \emptyset`; ``"all"``: over all :math:`2^{n+1}`, the empty set listed and
+    normalised like the rest (as :func:`psens.ips.normalize`). Unlisted interactions are 0:
+    ``min`` is 0 unless every one is listed.
 
     Examples
     --------
     >>> g = SparseInteractions(3, [0, 1, 6], [5.0, 2.0, -4.0])
     >>> normalize_sparse(g)["and"][1].tolist()  # min = 0: most subsets are unlisted
     [0.5, -1.0]
+    >>> normalize_sparse(g, "all")["and"][1].tolist()  # the empty set (5.0) is the max
+    [1.0, 0.4, -0.8]
     """
     n, parts = _parts(game)
+    every = _check_normalization(normalization, "sparse_ips") == "all"
     keys, vals = {}, {}
     for kind, inter in parts:
-        nonempty = inter.subsets != 0
-        keys[kind], vals[kind] = inter.subsets[nonempty], inter.values[nonempty]
+        keep = np.ones(inter.subsets.size, bool) if every else inter.subsets != 0
+        keys[kind], vals[kind] = inter.subsets[keep], inter.values[keep]
     keys.setdefault("or", np.zeros(0, np.uint64))
     vals.setdefault("or", np.zeros(0))
     mags = np.abs(np.concatenate([vals["and"], vals["or"]]))
-    total = 2 * (2**n - 1)
+    total = 2 * 2**n if every else 2 * (2**n - 1)
     complete = mags.size == total
     lo = float(mags.min()) if complete and mags.size else 0.0
     hi = float(mags.max()) if mags.size else 0.0
@@ -166,9 +175,10 @@ def _check_games(games: Sequence[Game], where: str) -> int:
     return ns.pop()
 
 
-def _pair_terms(ga, gb, n: int, tau: float, order: str | None):
-    """Normalised values ``a, b`` over the union of both salient sets of one pair."""
-    na, nb = normalize_sparse(ga), normalize_sparse(gb)
+def _pair_terms(ga, gb, n: int, tau: float, order: str | None, normalization: str):
+    """Normalised values ``a, b`` over the union of both salient sets of one pair (an order
+    band never holds the empty set)."""
+    na, nb = normalize_sparse(ga, normalization), normalize_sparse(gb, normalization)
     out_a, out_b = [], []
     for kind in ("and", "or"):
         ka, va = na[kind]
@@ -179,7 +189,7 @@ def _pair_terms(ga, gb, n: int, tau: float, order: str | None):
         if order is not None:
             from psens.interactions.sparse import popcount
 
-            keep &= order_band(popcount(union), n) == order
+            keep &= (order_band(popcount(union), n) == order) & (union != 0)
         out_a.append(a[keep])
         out_b.append(b[keep])
     return np.concatenate(out_a), np.concatenate(out_b)
@@ -193,7 +203,7 @@ def _check_order(order, where: str) -> str | None:
     return order
 
 
-def _pairs_of(games: Sequence[Game], tau: float, order: str | None, where: str):
+def _pairs_of(games: Sequence[Game], tau: float, order: str | None, where: str, normalization: str):
     """The normalised effects ``(a, b)`` over the union of salient sets of every unordered
     template pair, in :func:`psens.ips.template_pairs` order (after checking the inputs).
     The loop runs over template pairs (a handful), never over subsets."""
@@ -201,13 +211,18 @@ def _pairs_of(games: Sequence[Game], tau: float, order: str | None, where: str):
     order = _check_order(order, where)
     n = _check_games(games, where)
     return [
-        _pair_terms(games[i], games[j], n, tau, order)
+        _pair_terms(games[i], games[j], n, tau, order, normalization)
         for i in range(len(games))
         for j in range(i + 1, len(games))
     ]
 
 
-def sparse_ips_pairs(games: Sequence[Game], tau: float = DEFAULT_TAU, order: str | None = None):
+def sparse_ips_pairs(
+    games: Sequence[Game],
+    tau: float = DEFAULT_TAU,
+    order: str | None = None,
+    normalization: str = DEFAULT_NORMALIZATION,
+):
     r"""IPS of every unordered template pair (NaN: no salient interaction), in
     :func:`psens.ips.template_pairs` order.
 
@@ -215,16 +230,23 @@ def sparse_ips_pairs(games: Sequence[Game], tau: float = DEFAULT_TAU, order: str
         \mathrm{IPS}_{T,\hat T} = \frac{1}{|\Omega_{union}|}\sum_{S\in\Omega_{union}}
         \frac{|\tilde I_S(T) - \tilde I_S(\hat T)|}{(|\tilde I_S(T)| + |\tilde I_S(\hat T)|)/2}
 
-    over the union of the recovered supports (see the module docstring).
+    over the union of the recovered supports (see the module docstring), with the
+    min-max normalisation ``normalization`` spans (:func:`normalize_sparse`; ``"all"``
+    counts the empty set like any subset when no ``order`` is given).
     """
     out = [
         float(np.mean(ips_term(a, b))) if a.size else np.nan
-        for a, b in _pairs_of(games, tau, order, "sparse_ips")
+        for a, b in _pairs_of(games, tau, order, "sparse_ips", normalization)
     ]
     return np.asarray(out)
 
 
-def sparse_ips(games: Sequence[Game], tau: float = DEFAULT_TAU, order: str | None = None) -> float:
+def sparse_ips(
+    games: Sequence[Game],
+    tau: float = DEFAULT_TAU,
+    order: str | None = None,
+    normalization: str = DEFAULT_NORMALIZATION,
+) -> float:
     """IPS of one sample (eq. 3) from sparse interactions: the mean over template pairs.
 
     ``games`` holds one game per template (:class:`SparseInteractions` AND-only, or
@@ -238,17 +260,20 @@ def sparse_ips(games: Sequence[Game], tau: float = DEFAULT_TAU, order: str | Non
     >>> round(sparse_ips([g, h]), 3)  # {0}: same; {0, 1}: opposite sign (2): mean 1
     1.0
     """
-    return float(nanmean(sparse_ips_pairs(games, tau, order)))
+    return float(nanmean(sparse_ips_pairs(games, tau, order, normalization)))
 
 
 def sparse_classes(
-    games: Sequence[Game], tau: float = DEFAULT_TAU, order: str | None = None
+    games: Sequence[Game],
+    tau: float = DEFAULT_TAU,
+    order: str | None = None,
+    normalization: str = DEFAULT_NORMALIZATION,
 ) -> np.ndarray:
     """Counts ``[pair, 3]`` of the classes of :data:`psens.ips.CLASSES` (fig. 3b) over the
     union of both salient sets, as :func:`psens.ips.interaction_classes`."""
     rows = [
         [int(mask.sum()) for mask in class_masks(a, b)]
-        for a, b in _pairs_of(games, tau, order, "sparse_classes")
+        for a, b in _pairs_of(games, tau, order, "sparse_classes", normalization)
     ]
     return np.asarray(rows, dtype=np.int64).reshape(-1, len(CLASSES))
 

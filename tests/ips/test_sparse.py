@@ -229,3 +229,31 @@ def test_a_log_is_not_reused_for_another_model_of_the_same_name(tmp_path):
     if masked.mask.id != first.mask.id:
         with pytest.raises(ValueError, match="the scoring"):
             S.sparse_sample(masked, MCQ, ["ips1"], budget=16, words=words, store=tmp_path / "logs")
+
+
+@pytest.mark.parametrize("order", [None, "low", "high"])
+@pytest.mark.parametrize("tau", [0.05, 0.3])
+def test_the_paper_normalisation_on_the_complete_support_equals_exact_ips(order, tau):
+    # normalization = "all": min-max over all 2^(n+1) effects, the empty set included (and
+    # salient like the rest when no order band is asked for), as the dense metric does
+    v = games(n=4, seed=5)
+    res = and_or(v, "canonical")
+    # a large bias: it sets the max, so "all" differs from "nonempty"
+    res.I_and[:, 0] = 1.5 * np.abs(np.concatenate([res.I_and[:, 1:], res.I_or[:, 1:]], 1)).max()
+    sparse = [
+        SparseAndOr(SparseInteractions.from_dense(a, "and"), SparseInteractions.from_dense(o, "or"))
+        for a, o in zip(res.I_and, res.I_or, strict=True)
+    ]
+    want = ips_ref(res.I_and, res.I_or, tau, order, empty=True)
+    got = S.sparse_ips(sparse, tau, order, normalization="all")
+    assert got == pytest.approx(want, nan_ok=True)
+    dense = ips(res.I_and, res.I_or, tau, order, normalization="all")
+    assert got == pytest.approx(
+        float(np.nanmean(dense)) if np.isfinite(dense).any() else np.nan, nan_ok=True
+    )
+    default = S.sparse_ips(sparse, tau, order)
+    assert default == pytest.approx(ips_ref(res.I_and, res.I_or, tau, order), nan_ok=True)
+    if order is None:
+        assert got != pytest.approx(default)
+    with pytest.raises(ValueError, match="normalization='literal' is unknown"):
+        S.sparse_ips(sparse, tau, normalization="literal")
