@@ -46,13 +46,25 @@ def test_every_notebook_is_a_py_ipynb_pair_in_sync():
     assert out.returncode == 0, out.stderr
 
 
+def _sync_script():
+    """scripts/notebooks.py as a module: its ``main`` runs in this process (the command line
+    itself is run by the test above), so each call does not re-import psens."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_psens_notebooks", SYNC[1])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.mark.parametrize("side", ["py", "ipynb", "missing"])
-def test_the_sync_check_fails_when_one_side_is_edited_alone(tmp_path, side):
+def test_the_sync_check_fails_when_one_side_is_edited_alone(tmp_path, side, capsys):
     src = ROOT / "notebooks" / "01_interactions_faithfulness"
     for ext in ("py", "ipynb"):
         shutil.copy(f"{src}.{ext}", tmp_path / f"01_x.{ext}")
-    check = [*SYNC, "check", "--dir", str(tmp_path)]
-    assert subprocess.run(check, capture_output=True).returncode == 0
+    script = _sync_script()
+    check = ["check", "--dir", str(tmp_path)]
+    assert script.main(check) == 0
     if side == "py":
         path = tmp_path / "01_x.py"
         path.write_text(path.read_text().replace("import pandas as pd", "import pandas as pd  # x"))
@@ -62,11 +74,11 @@ def test_the_sync_check_fails_when_one_side_is_edited_alone(tmp_path, side):
         nbformat.write(nb, tmp_path / "01_x.ipynb")
     else:
         (tmp_path / "01_x.ipynb").unlink()
-    out = subprocess.run(check, capture_output=True, text=True)
-    assert out.returncode == 1 and "01_x" in out.stderr
+    capsys.readouterr()
+    assert script.main(check) == 1 and "01_x" in capsys.readouterr().err
     # sync repairs it, whichever side was edited (the newer file wins)
-    subprocess.run([*SYNC, "sync", "--dir", str(tmp_path)], check=True, capture_output=True)
-    assert subprocess.run(check, capture_output=True).returncode == 0
+    assert script.main(["sync", "--dir", str(tmp_path)]) == 0
+    assert script.main(check) == 0
     assert not (tmp_path / "01_x.py").read_text().startswith("# ---")  # no metadata header
 
 

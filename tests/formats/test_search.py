@@ -237,18 +237,16 @@ def test_with_budget_left_no_format_outside_the_races_may_still_beat_the_answer(
     # a search that stops with budget left has re-checked every eliminated format against
     # the final leader, so each beats the answer with probability < delta and
     # p = 1 - sum P(beats) > 1 - (k - 1) delta; with 99 % of the calls it finds both
-    # extremes in every seed (stopping without that re-check found the best in 8 of 10).
+    # extremes in every seed (stopping without that re-check: p = 0.28 and 0.0 at seed 0,
+    # and the worst missed once).
     for x in _shipped():
         k, acc = x.shape[1], x.mean(axis=0)
-        for fraction in (0.8, 0.99):
-            budget = int(fraction * x.size)
-            for seed in range(5):
-                r = paired_search(x, budget, seed=seed)
-                assert r.calls <= budget
-                if r.calls < budget:
-                    assert min(r.p_best, r.p_worst) > 1 - (k - 1) * 0.01
-                if fraction == 0.99:
-                    assert acc[r.best] == acc.max() and acc[r.worst] == acc.min()
+        budget = int(0.99 * x.size)
+        for seed in range(3):
+            r = paired_search(x, budget, seed=seed)
+            assert r.calls < budget  # every seed stops early here
+            assert min(r.p_best, r.p_worst) > 1 - (k - 1) * 0.01
+            assert acc[r.best] == acc.max() and acc[r.worst] == acc.min()
 
 
 def test_budget_needed_is_the_first_fraction_that_reaches_the_hits():
