@@ -175,7 +175,7 @@ def test_without_a_gpu_it_skips(bg, monkeypatch, capsys, tmp_path):
     assert bg.bench() == []
 
 
-def test_the_assets_rebuild_the_plan(bg, tiny_assets, tmp_path):
+def test_the_assets_rebuild_the_plan(bg, tiny_assets, tmp_path, monkeypatch):
     """The items, variables and tokenizer written for the GPU machine give the plan and the
     token ids they were written from; the measured config is the shipped ARC one."""
     from transformers import AutoTokenizer
@@ -184,9 +184,21 @@ def test_the_assets_rebuild_the_plan(bg, tiny_assets, tmp_path):
     from psens.runner import Plan
 
     assets, plan, tok = tiny_assets
-    again = AutoTokenizer.from_pretrained(assets / "tokenizer")
     text = plan.prompts.ravel()[0]
+    again = bg.read_tokenizer(assets / "tokenizer")
     assert again(text)["input_ids"] == tok(text)["input_ids"]
+
+    def unreadable(*args, **kwargs):
+        raise ValueError("another version's tokenizer_config.json")
+
+    with monkeypatch.context() as m:  # the fallback: tokenizer.json and the special tokens
+        m.setattr(AutoTokenizer, "from_pretrained", unreadable)
+        fallback = bg.read_tokenizer(assets / "tokenizer")
+    assert fallback(text)["input_ids"] == tok(text)["input_ids"] and fallback.is_fast
+    assert (fallback.unk_token, fallback.pad_token) == (tok.unk_token, tok.pad_token)
+    if importlib.util.find_spec("stop_words") is not None:  # carried with its licence
+        copied = {p.name for p in (assets / "site" / "stop_words").iterdir()}
+        assert {"__init__.py", "LICENSE"} <= copied
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "config.json").write_text("{}")
     settings = bg.Settings(dry_run=True)
@@ -286,3 +298,29 @@ def test_the_shapes_are_llamas(bg, tmp_path):
         d, layers = shape["hidden_size"], shape["num_hidden_layers"]
         embeddings = vocab * d * (1 if shape.get("tie_word_embeddings") else 2)
         assert forward + embeddings + (2 * layers + 1) * d == pytest.approx(total, rel=0.005)
+
+
+def test_prepare_writes_the_shipped_runs_items(bg, tmp_path):
+    """``--prepare`` (the offline ARC copy and the SmolLM2 tokenizer): the assets rebuild the
+    shipped config's plan at n = 10 — items, prompts, variables — and tokenise as SmolLM2."""
+    import tomllib
+
+    from psens.config import RunConfig
+    from psens.models.served.entry import load_tokenizer
+    from psens.runner import Plan
+
+    assets = bg.prepare(tmp_path / "assets")
+    cfg = tomllib.loads(bg.RUN_CONFIG.read_text())
+    cfg.update(bg.RUN, models=[bg.TOKENIZER])
+    shipped = Plan(RunConfig.from_dict(cfg))
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text("{}")
+    rebuilt = Plan(
+        RunConfig.from_dict(bg.run_config(assets, bg.Settings(False), tmp_path / "m", "cuda"))
+    )
+    assert len(rebuilt.items) == 8 and rebuilt.items == shipped.items
+    assert (rebuilt.prompts == shipped.prompts).all() and rebuilt.cfg.n_vars == 10
+    assert rebuilt.variables == shipped.variables
+    smol = load_tokenizer(bg.TOKENIZER)[0]
+    text = shipped.prompts[0, 0, 0]
+    assert bg.read_tokenizer(assets / "tokenizer")(text)["input_ids"] == smol(text)["input_ids"]
