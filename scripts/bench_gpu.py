@@ -409,6 +409,8 @@ def build_model(shape: dict, vocab: int, dtype: str, device: str, seed: int = 0)
         model = LlamaForCausalLM._from_config(
             cfg, dtype=getattr(torch, dtype), attn_implementation="sdpa"
         )
+    if any(p.device.type != torch.device(device).type for p in model.parameters()):
+        model = model.to(device)  # a transformers that builds elsewhere first
     return model.eval()
 
 
@@ -608,7 +610,10 @@ def scorer_rows(
     _pin_variables(plan, assets)
     spec = plan.cfg.model_specs[0]
     rows: list[dict] = []
+    begin = time.perf_counter()
     model = build_model(shape, len(tokenizer), RUN["dtype"], device)
+    _sync(device)
+    built = time.perf_counter() - begin
     counter = TokenCounter(model)
     scorer = Scorer(
         model,
@@ -688,6 +693,7 @@ def scorer_rows(
             )
     counter.remove()
     rows.append(plan_row(model_name, rp, plan, spec, trie, device))
+    rows[-1]["note"] = f"random-weight model built in {built:.1f} s"
     return rows  # the model goes with this frame: the caller frees its memory
 
 
@@ -905,6 +911,7 @@ def _sentence(r: dict) -> str:
         f"(reference) + loads {r['plan_load_seconds']:.4g} s; prefix tree {how} "
         f"{_fmt(r['measured_seconds'], '.4g')} s (plan compute / measured "
         f"{_fmt(r['compute_ratio'], '.3g')}); batch {r['batch']}"
+        + (f"; {r['note']}" if r["note"] else "")
     )
 
 

@@ -324,3 +324,47 @@ def test_prepare_writes_the_shipped_runs_items(bg, tmp_path):
     smol = load_tokenizer(bg.TOKENIZER)[0]
     text = shipped.prompts[0, 0, 0]
     assert bg.read_tokenizer(assets / "tokenizer")(text)["input_ids"] == smol(text)["input_ids"]
+
+
+def test_a_spent_budget_skips_the_methods(bg, tiny_assets):
+    """With the budget spent, no method runs (each row says so) and the plan row has no
+    measured time; the plan's prediction is still there."""
+    assets, _, tok = tiny_assets
+    from psens.models.mask_tokens import mask_token
+
+    settings = bg.Settings(dry_run=True)
+    mask = mask_token(tok, "smollm2-135m-instruct")
+    rows = bg.scorer_rows(
+        "llama3.2-1b", settings, assets, tok, mask, "cpu", 1.0, bg.Clock(-1.0), 0.0, assets
+    )
+    methods = [r for r in rows if r["kind"] == "scorer" and r["method"] != "cloze"]
+    assert [r["method"] for r in methods] == ["trie", "prefix", "naive"]
+    assert all(r["note"] == "skipped: time budget spent" and r["prompts"] is None for r in methods)
+    (plan,) = [r for r in rows if r["kind"] == "plan"]
+    assert plan["measured_seconds"] is None and plan["plan_seconds"] > 0
+    assert plan["note"].startswith("random-weight model built in")
+    assert "skipped: time budget spent" in bg.table(rows)
+
+
+def test_the_gpu_branches(bg, tiny_assets, monkeypatch):
+    """The CUDA-only lines (synchronise, peak memory, device name, freeing) with torch.cuda's
+    calls stood in for: the peak memory comes from ``max_memory_allocated``."""
+    import torch
+
+    calls = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: calls.append("sync"))
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda *a: calls.append("reset"))
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda *a: 2.5e9)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("empty"))
+
+    class Counter:
+        tokens = 0
+
+    plan = tiny_assets[1]
+    got = bg.measure(lambda *a: None, plan, Counter(), "cuda", math.inf, bg.Clock(math.inf))
+    assert got["peak_memory_gb"] == 2.5 and got["pairs"] == len(plan.items) * 5
+    assert calls[:2] == ["sync", "reset"] and calls.count("sync") == 1 + got["pairs"]
+    assert bg._device_name("cuda") == "NVIDIA H200"
+    bg._free("cuda")
+    assert calls[-1] == "empty"
