@@ -807,9 +807,15 @@ def read_tokenizer(folder: Path):
         return PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), **specials)
 
 
-def measure_all(settings: Settings, assets: Path, clock: Clock) -> tuple[list[dict], dict]:
+def measure_all(
+    settings: Settings,
+    assets: Path,
+    clock: Clock,
+    save: Callable[[list[dict], dict], None] | None = None,
+) -> tuple[list[dict], dict]:
     """Every row (peak, check, the two shapes' scorer and plan rows) and the run's facts,
-    with the seconds each section took (``meta["sections"]``)."""
+    with the seconds each section took (``meta["sections"]``). ``save(rows, meta)`` is called
+    after each section (what a run stopped from outside has measured is kept)."""
     import tempfile
 
     import torch
@@ -823,44 +829,6 @@ def measure_all(settings: Settings, assets: Path, clock: Clock) -> tuple[list[di
     tokenizer = read_tokenizer(assets / "tokenizer")
     mask = mask_token(tokenizer, manifest["mask_model"])
     reserve = dict.fromkeys(RESERVE, 0.0) if settings.dry_run else RESERVE
-    sections: dict[str, float] = {"start": clock.budget - clock.left()}
-    rows: list[dict] = []
-    peak = None
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        begin = time.perf_counter()
-        try:
-            rows.append(peak_row(device, settings.peak_size, settings.peak_repeats))
-            peak = rows[-1]["tflops"]
-        except Exception as exc:
-            rows.append(row("peak", "peak_bf16_matmul", error=_error(exc)))
-        sections["peak"] = time.perf_counter() - begin
-        begin = time.perf_counter()
-        try:
-            rows.append(check_row(settings, assets, tokenizer, mask, device, work))
-        except Exception as exc:
-            rows.append(row("check", "check_device_vs_cpu", error=_error(exc)))
-        _free(device)
-        sections["check"] = time.perf_counter() - begin
-        for name in ("llama3-8b", "llama3.2-1b"):
-            begin = time.perf_counter()
-            try:
-                rows += scorer_rows(
-                    name,
-                    settings,
-                    assets,
-                    tokenizer,
-                    mask,
-                    device,
-                    peak,
-                    clock,
-                    reserve[name],
-                    work,
-                )
-            except Exception as exc:  # the model or the plan: the other shape still runs
-                rows.append(row("plan", f"plan_{name}", model=name, error=_error(exc)))
-            _free(device)
-            sections[name] = time.perf_counter() - begin
     meta = {
         "device": _device_name(device),
         "dry_run": settings.dry_run,
@@ -872,8 +840,44 @@ def measure_all(settings: Settings, assets: Path, clock: Clock) -> tuple[list[di
         "n_vars": settings.n_vars,
         "shapes": settings.shapes,
         "budget_s": settings.budget,
-        "sections": sections,
+        "sections": {"start": clock.budget - clock.left()},
     }
+    rows: list[dict] = []
+
+    def peak_section(work: Path) -> list[dict]:
+        return [peak_row(device, settings.peak_size, settings.peak_repeats)]
+
+    def check_section(work: Path) -> list[dict]:
+        return [check_row(settings, assets, tokenizer, mask, device, work)]
+
+    def shape_section(name: str) -> Callable[[Path], list[dict]]:
+        def run(work: Path) -> list[dict]:
+            peak = rows[0]["tflops"] if rows and rows[0]["kind"] == "peak" else None
+            args = (settings, assets, tokenizer, mask, device, peak, clock, reserve[name])
+            return scorer_rows(name, *args, work)
+
+        return run
+
+    sections = [
+        ("peak", peak_section, ("peak", "peak_bf16_matmul")),
+        ("check", check_section, ("check", "check_device_vs_cpu")),
+        *((name, shape_section(name), ("plan", f"plan_{name}")) for name in RESERVE),
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, section, (kind, failed) in sections:
+            begin = time.perf_counter()
+            try:
+                rows += section(Path(tmp))
+            except Exception as exc:  # one broken section must not lose the others' rows
+                rows.append(row(kind, failed, error=_error(exc)))
+            _free(device)
+            meta["sections"][name] = time.perf_counter() - begin
+            print(
+                f"[{clock.budget - clock.left():.0f} s] {name}: {meta['sections'][name]:.1f} s",
+                flush=True,
+            )
+            if save is not None:
+                save(rows, meta)
     return rows, meta
 
 
@@ -994,10 +998,16 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings(args.dry_run, args.budget)
     if settings.dry_run:  # tiny models: one thread, no waits for others on a busy machine
         torch.set_num_threads(1)
-    rows, meta = measure_all(settings, args.assets, Clock(settings.budget, start))
-    meta["wall_s"] = time.perf_counter() - start
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
+
+    def save(rows: list[dict], meta: dict) -> None:
+        meta["wall_s"] = time.perf_counter() - start
+        tmp = args.out.with_name(args.out.name + ".tmp")
+        tmp.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
+        os.replace(tmp, args.out)
+
+    rows, meta = measure_all(settings, args.assets, Clock(settings.budget, start), save)
+    save(rows, meta)
     print(f"device: {meta['device']} ({'dry run' if settings.dry_run else 'GPU'})")
     print(table(rows))
     took = ", ".join(f"{k} {v:.1f} s" for k, v in meta["sections"].items())

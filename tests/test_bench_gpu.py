@@ -327,22 +327,22 @@ def test_prepare_writes_the_shipped_runs_items(bg, tmp_path):
 
 
 def test_a_spent_budget_skips_the_methods(bg, tiny_assets):
-    """With the budget spent, no method runs (each row says so) and the plan row has no
-    measured time; the plan's prediction is still there."""
-    assets, _, tok = tiny_assets
-    from psens.models.mask_tokens import mask_token
-
-    settings = bg.Settings(dry_run=True)
-    mask = mask_token(tok, "smollm2-135m-instruct")
-    rows = bg.scorer_rows(
-        "llama3.2-1b", settings, assets, tok, mask, "cpu", 1.0, bg.Clock(-1.0), 0.0, assets
+    """With the budget spent, no method runs (each row says so) and the plan rows have no
+    measured time, the plan's prediction still there; the rows so far are saved after each
+    section."""
+    assets = tiny_assets[0]
+    saved = []
+    rows, meta = bg.measure_all(
+        bg.Settings(dry_run=True), assets, bg.Clock(-1.0), lambda r, m: saved.append(len(r))
     )
+    assert saved == [1, 2, 7, 12] and list(meta["sections"]) == ["start", "peak", "check", *SHAPES]
+    assert rows[1]["passed"]  # the check has no slice: it runs
     methods = [r for r in rows if r["kind"] == "scorer" and r["method"] != "cloze"]
-    assert [r["method"] for r in methods] == ["trie", "prefix", "naive"]
+    assert [r["method"] for r in methods] == ["trie", "prefix", "naive"] * 2
     assert all(r["note"] == "skipped: time budget spent" and r["prompts"] is None for r in methods)
-    (plan,) = [r for r in rows if r["kind"] == "plan"]
-    assert plan["measured_seconds"] is None and plan["plan_seconds"] > 0
-    assert plan["note"].startswith("random-weight model built in")
+    plans = [r for r in rows if r["kind"] == "plan"]
+    assert all(p["measured_seconds"] is None and p["plan_seconds"] > 0 for p in plans)
+    assert all(p["note"].startswith("random-weight model built in") for p in plans)
     assert "skipped: time budget spent" in bg.table(rows)
 
 
