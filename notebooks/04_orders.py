@@ -78,7 +78,7 @@ pw.OrderIPS(ds, layout="by_order")
 # %% [markdown]
 # ## What the factors change (fig. 10)
 #
-# $\Delta IPS_{order} = (IPS^A_{order} - IPS^B_{order}) / IPS^B_{order}$ with A the models with the factor and B without. Negative: the factor lowers sensitivity. The paper averages over matched pairs (a base model and its instruct version of the same series and size; every dense and MoE model of one family; each model at k and at 0 shots). Each comparison below runs only when the run has a matched pair (`psens.ips.factors.matched_pairs`, the rule notebook 05 uses: instruct and base of one family and size, dense and MoE of one family); otherwise it says what is missing and gives no verdict — two unrelated models differ in far more than the factor. Models not above their noise floor are left out of every verdict (`pw.findings_run`): their factor effects are numerical noise.
+# $\Delta IPS_{order} = (IPS^A_{order} - IPS^B_{order}) / IPS^B_{order}$ with A the models with the factor and B without. Negative: the factor lowers sensitivity. The paper averages over matched pairs (a base model and its instruct version of the same series and size; every dense and MoE model of one family; each model at k and at 0 shots). Each comparison below runs only when the run has a matched pair (`psens.ips.factors.matched_pairs`, the rule notebook 05 uses: instruct and base of one family and size, dense and MoE of one family); otherwise it says what is missing and gives no verdict — two unrelated models differ in far more than the factor. Models that are not findings — below their noise floor, answering one letter, at chance, or copying the few-shot examples' answer letter, at any shot setting — are left out of every verdict (`pw.findings_run`, the rule of `psens.ips.verdicts.findings`): their factor effects are noise or letter preference.
 
 # %%
 FACTORS = {
@@ -88,8 +88,8 @@ FACTORS = {
     "dense vs MoE": dict(need=dict(models=2, archs=("dense", "moe")), by="arch", match="family"),
     "few-shot vs 0-shot": dict(need=dict(shots=True), by="shot", match="none"),
 }
-fds, note = pw.findings_run(ds, head)  # models above their noise floor: the verdicts use these
-print(note or "every model is above its noise floor: all enter the factor verdicts")
+fds, note = pw.findings_run(ds)  # the models that are findings at every shot setting
+print(note or "every model is a finding at every shot setting: all enter the factor verdicts")
 compare = {}
 for label, spec in FACTORS.items():
     why = pw.lacks(fds, f"the {label} comparison", **spec["need"])

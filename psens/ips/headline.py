@@ -25,7 +25,12 @@ Caveats, from the data (the ``caveats`` column, ``""`` when none):
   it nor the model's factor effects are findings;
 * ``"majority answer X on N %"`` when one answer is more than :data:`MAJORITY_SHARE` of the
   predictions: output consistency is then an artefact of always answering X;
-* ``"accuracy at or below chance"``.
+* ``"accuracy at or below chance"``;
+* ``"answer follows the few-shot examples (C)"`` at k > 0 shots when the majority answer
+  moved to the letter the examples answer (:func:`psens.ips.verdicts.answer_confound`).
+
+A model with any caveat is not a finding (:func:`psens.ips.verdicts.findings`): every
+surface prints the verdict line of :func:`headline_lines`.
 
 References
 ----------
@@ -239,6 +244,13 @@ def headline(
         tables.output_consistency(ds, shot).reindex(answers["model"]).to_numpy()
     )
     overall = table[table["order"] == "all"].set_index("model")["above_floor"]
+    follows = {}
+    if shot:  # k > 0 shots: does the answer letter follow the examples'?
+        from psens.ips.verdicts import FOLLOWS_EXAMPLES, answer_confound
+
+        conf = answer_confound(ds)
+        conf = conf[(conf["shot"] == shot) & conf["follows_examples"]]
+        follows = {r.model: f"{FOLLOWS_EXAMPLES} ({r.examples})" for r in conf.itertuples()}
     caveats = []
     for _, r in answers.iterrows():
         found = []
@@ -250,6 +262,8 @@ def headline(
             )
         if np.isfinite(r["accuracy"]) and np.isfinite(r["chance"]) and r["accuracy"] <= r["chance"]:
             found.append(BELOW_CHANCE)
+        if r["model"] in follows:
+            found.append(follows[r["model"]])
         caveats.append("; ".join(found))
     answers["caveats"] = caveats
     out = table.merge(answers.drop(columns="n_answers"), on="model", how="left")
@@ -273,6 +287,16 @@ def headline(
     return mark_synthetic(out, ds)
 
 
+def _verdict_words(row) -> str:
+    """The verdict of one model's ``all`` row: a finding, or not and why."""
+    if not row["caveats"]:
+        return "a finding (above its noise floor, no caveat)"
+    out = f"not a finding — {row['caveats']}"
+    if bool(row["above_floor"]):
+        out += " (above its noise floor, but then IPS measures its answer preference)"
+    return out
+
+
 def headline_lines(table: pd.DataFrame, notes: dict[str, str] | None = None) -> list[str]:
     """:func:`headline` as text: a line saying what it pools, then two lines per model::
 
@@ -281,7 +305,8 @@ def headline_lines(table: pd.DataFrame, notes: dict[str, str] | None = None) -> 
           smollm2-135m-instruct: IPS 1.612 [1.58, 1.64] (low 1.616, mid 1.658, high 1.500);
             floor 0.858, IPS − floor 0.754 [0.660, 0.875], d_z 4.25, p = 0.0065 (n = 8);
             accuracy 0.10 (chance 0.25); output consistency 0.75 (A is the majority answer)
-            caveats: majority answer A on 95 %; accuracy at or below chance
+            verdict: not a finding — majority answer A on 95 %; accuracy at or below chance
+              (above its noise floor, but then IPS measures its answer preference)
 
     ``notes`` adds text to a model's first line (e.g. its pending blocks).
     """
@@ -309,5 +334,5 @@ def headline_lines(table: pd.DataFrame, notes: dict[str, str] | None = None) -> 
             f"accuracy {num(a['accuracy'], '.2f')} (chance {num(a['chance'], '.2f')}); "
             f"{consistency}{note}"
         )
-        lines.append(f"    caveats: {a['caveats'] or 'none'}")
+        lines.append(f"    verdict: {_verdict_words(a)}")
     return lines
