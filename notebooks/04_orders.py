@@ -38,7 +38,7 @@ PSENS_SIZE = os.environ.get("PSENS_SIZE", "")
 import pandas as pd
 
 import psens.widgets as pw
-from psens.ips.headline import headline_lines
+from psens.ips.headline import headline_lines, headlines
 
 # PSENS_SIZE=full: the paper's MCQ setting (§4.1, table 1), data/examples/paper_table1.toml
 FULL = pw.paper_config("table1")
@@ -59,7 +59,8 @@ orders = pw.OrderIPS(ds)
 orders
 
 # %%
-head = ds.psens.headline()  # the numbers psens summary prints, with the caveats
+heads = headlines(ds)  # every shot setting, the noise floor computed once
+head = next(iter(heads.values()))  # the numbers psens summary prints, with the caveats
 print("\n".join(headline_lines(head)))
 print(
     "The paper reports that low-order interactions are the least sensitive and high-order "
@@ -88,7 +89,7 @@ FACTORS = {
     "dense vs MoE": dict(need=dict(models=2, archs=("dense", "moe")), by="arch", match="family"),
     "few-shot vs 0-shot": dict(need=dict(shots=True), by="shot", match="none"),
 }
-fds, note = pw.findings_run(ds)  # the models that are findings at every shot setting
+fds, note = pw.findings_run(ds, heads)  # the models that are findings at every shot setting
 print(note or "every model is a finding at every shot setting: all enter the factor verdicts")
 compare = {}
 for label, spec in FACTORS.items():

@@ -34,7 +34,7 @@ import psens.widgets as pw
 from psens.ips import charts as ips_charts
 from psens.ips import tables
 from psens.ips.factors import charts as plots
-from psens.ips.headline import headline_lines
+from psens.ips.headline import headline_lines, headlines
 from psens.synthetic import TINY_MODELS
 
 pd.set_option("display.precision", 3)
@@ -71,14 +71,15 @@ def attempt(label, analysis):
 # The numbers `psens summary` prints (`ds.psens.headline()`): a model flagged "not above the noise floor" has a template effect that numerical noise alone could give, so a factor comparison involving it is not a finding; "majority answer X on N %" means its output consistency only says it always answers X.
 
 # %%
-head = ds.psens.headline()
+heads = headlines(ds)  # every shot setting, the noise floor computed once
+head = next(iter(heads.values()))  # the first shot setting: psens summary's numbers
 print("\n".join(headline_lines(head)))
 
 # %% [markdown]
 # Every factor verdict below is drawn from the models that are findings at every shot setting (`pw.findings_run`, the rule of `psens.ips.verdicts.findings`: above the noise floor, no majority answer, above chance, not copying the few-shot examples' letter): a model that is not is left out — and a comparison that needed it says what is missing.
 
 # %%
-fds, note = pw.findings_run(ds)
+fds, note = pw.findings_run(ds, heads)
 print(note or "every model is a finding at every shot setting: all enter the factor verdicts")
 
 # %% [markdown]

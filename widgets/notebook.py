@@ -275,9 +275,10 @@ def findings_run(ds, head=None, *, shots=None) -> tuple[Any, str]:
     ----------
     ds : xarray.Dataset
         A run.
-    head : pandas.DataFrame, optional
-        A :func:`psens.ips.headline.headline` of the run: the verdicts then use the models
-        that are findings at its shot setting.
+    head : pandas.DataFrame or dict, optional
+        A :func:`psens.ips.headline.headline` of the run (the verdicts then use the models
+        that are findings at its shot setting), or :func:`psens.ips.headline.headlines` (at
+        each of its shot settings; saves computing them again).
     shots : sequence of int, optional
         Shot settings a model must be a finding at. Default (no ``head``): every shot
         setting of the run, since the factor verdicts compare or pool them — so a model
@@ -288,9 +289,11 @@ def findings_run(ds, head=None, *, shots=None) -> tuple[Any, str]:
     (xarray.Dataset, str)
         The run for verdicts, and the note (``""`` when every model is a finding).
     """
-    from psens.ips.verdicts import findings, findings_models
+    from psens.ips.verdicts import findings, findings_across, findings_models
 
-    if head is not None and shots is None:
+    if isinstance(head, dict) and shots is None:  # headlines(ds): every shot setting
+        why = findings_across(head)
+    elif head is not None and shots is None:
         why = findings(head)
     else:
         if shots is None and "shot" in ds.dims:

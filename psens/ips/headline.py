@@ -57,6 +57,7 @@ __all__ = [
     "chance_level",
     "headline",
     "headline_lines",
+    "headlines",
     "majority_answer",
 ]
 
@@ -211,8 +212,25 @@ def headline(
         items_done, dataset, split), ``tau``, ``floor`` (:func:`psens.ips.floor.floor_label`)
         and ``synthetic``.
     """
+    if "shot" in ds.dims:
+        shot = int(ds["shot"].values[0]) if shot is None else int(shot)
+    return headlines(ds, shots=[shot], tau=tau, n_boot=n_boot, ci=ci, seed=seed)[shot]
+
+
+def headlines(
+    ds,
+    *,
+    shots: Any = None,
+    tau: float | None = None,
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: Any = 0,
+) -> dict[int | None, pd.DataFrame]:
+    """:func:`headline` at each of ``shots`` (default: every shot setting of the run; the
+    key ``None`` for a run without a ``shot`` dim), the per-item IPS and the noise floor
+    computed once for all of them. Numbers of different shots are never pooled."""
     from psens.ips import tables
-    from psens.ips.floor import floor_label, noise_floor
+    from psens.ips.floor import noise_floor
 
     ds = ds.load()
     status = block_status(ds)
@@ -220,20 +238,29 @@ def headline(
         ds = ds.assign(prediction=ds["prediction"].where(ds["status"] == DONE, ""))
     tau = run_settings(ds).tau if tau is None else float(tau)
     if "shot" in ds.dims:
-        shot = int(ds["shot"].values[0]) if shot is None else int(shot)
-        if shot not in [int(s) for s in ds["shot"].values]:
-            from psens._validation import fail
+        have = [int(s) for s in ds["shot"].values]
+        shots = have if shots is None else [int(s) for s in shots]
+        for shot in shots:
+            if shot not in have:
+                from psens._validation import fail
 
-            fail(
-                "headline",
-                f"shot = {shot} is not in the run",
-                f"Use one of {[int(s) for s in ds['shot'].values]}",
-            )
+                fail("headline", f"shot = {shot} is not in the run", f"Use one of {have}")
     else:  # a run already taken at one shot keeps it as a scalar coordinate
-        shot = None
-    pooled = _pools(ds, shot if shot is not None else _scalar_shot(ds))
+        shots = [None]
     per_sample = tables.per_sample_ips(ds, tau)
     floor = noise_floor(ds, tau=tau)
+    return {
+        shot: _headline(ds, shot, tau, per_sample, floor, n_boot=n_boot, ci=ci, seed=seed)
+        for shot in shots
+    }
+
+
+def _headline(ds, shot, tau, per_sample, floor, *, n_boot, ci, seed) -> pd.DataFrame:
+    """One shot setting's headline from the run's per-item IPS and noise floor."""
+    from psens.ips import tables
+    from psens.ips.floor import floor_label
+
+    pooled = _pools(ds, shot if shot is not None else _scalar_shot(ds))
     table = tables.order_ips_table(
         per_sample, tables.model_meta(ds), shot, floor=floor, n_boot=n_boot, ci=ci, seed=seed
     )

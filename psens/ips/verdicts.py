@@ -42,6 +42,7 @@ __all__ = [
     "claim_text",
     "example_answers",
     "findings",
+    "findings_across",
     "findings_models",
 ]
 
@@ -165,17 +166,23 @@ def findings_models(ds, shots: Sequence[int] | None = None, **headline_kw: Any) 
     dim). A factor verdict comparing shot settings passes all of them, so a model that
     copies the examples' letter at k shots is left out of the few-shot verdict.
     """
-    from psens.ips.headline import headline
+    from psens.ips.headline import headlines
 
-    if "shot" not in ds.dims:
-        return findings(headline(ds, **headline_kw))
-    shots = [int(ds["shot"].values[0])] if shots is None else [int(s) for s in shots]
+    if "shot" in ds.dims and shots is None:
+        shots = [int(ds["shot"].values[0])]
+    return findings_across(headlines(ds, shots=shots, **headline_kw))
+
+
+def findings_across(heads: dict) -> dict[str, str]:
+    """:func:`findings` over several shot settings' headlines
+    (:func:`psens.ips.headline.headlines`): ``""`` for a model that is a finding in every
+    one, else its reasons per shot setting (``"1-shot: …| 3-shot: …"``)."""
     why: dict[str, list[str]] = {}
-    for shot in shots:
-        for model, reason in findings(headline(ds, shot=shot, **headline_kw)).items():
+    for shot, head in heads.items():
+        for model, reason in findings(head).items():
             lst = why.setdefault(model, [])
             if reason:
-                lst.append(f"{shot}-shot: {reason}" if len(shots) > 1 else reason)
+                lst.append(f"{shot}-shot: {reason}" if len(heads) > 1 else reason)
     return {m: " | ".join(r) for m, r in why.items()}
 
 

@@ -102,6 +102,17 @@ def test_no_model_of_the_shipped_run_is_a_finding(arc):
     assert "answer follows the few-shot examples (CA)" in every["smollm2-135m-instruct"]
 
 
+def test_headlines_are_each_shots_headline(arc):
+    from psens.ips.headline import headlines
+
+    heads = headlines(arc, n_boot=100)
+    assert list(heads) == [0, 1, 3]
+    for k, h in heads.items():
+        pd.testing.assert_frame_equal(h, headline(arc, shot=k, n_boot=100))
+    with pytest.raises(ValueError, match="shot = 2 is not in the run"):
+        headlines(arc, shots=[0, 2])
+
+
 def test_a_model_without_caveats_is_a_finding():
     head = pd.DataFrame(
         {"model": ["a", "a", "b"], "order": ["all", "low", "all"], "caveats": ["", "", "x"]}

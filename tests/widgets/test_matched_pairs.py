@@ -22,7 +22,9 @@ def _notebook_04_factors(ds) -> dict:
     text = (ROOT / "notebooks" / "04_orders.py").read_text()
     cell = re.search(r"^FACTORS = \{.*?^print\(\"comparisons this run supports", text, re.S | re.M)
     assert cell, "notebook 04 has no FACTORS cell"
-    scope = {"pw": pw, "ds": ds, "head": ds.psens.headline(n_boot=200)}
+    from psens.ips.headline import headlines
+
+    scope = {"pw": pw, "ds": ds, "heads": headlines(ds, n_boot=200)}
     exec(cell.group(0) + ': ", list(compare))', scope)
     return scope["compare"]
 
