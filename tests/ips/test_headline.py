@@ -119,7 +119,9 @@ def test_cli_summary_names_pools_and_caveats(capsys):
 
 def test_the_notebooks_print_the_headline():
     for name in ("00_start_here", "03_ips_across_models", "04_orders", "05_factors"):
-        assert "ds.psens.headline()" in (ROOT / "notebooks" / f"{name}.py").read_text(), name
+        text = (ROOT / "notebooks" / f"{name}.py").read_text()
+        assert "ds.psens.headline()" in text or "headlines(ds)" in text, name
+        assert "headline_lines(head" in text, name
 
 
 def _readme_figures():
