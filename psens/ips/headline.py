@@ -321,6 +321,8 @@ def _verdict_words(row) -> str:
     out = f"not a finding — {row['caveats']}"
     if bool(row["above_floor"]):
         out += " (above its noise floor, but then IPS measures its answer preference)"
+    elif np.isfinite(float(row["diff_hi"])) and float(row["diff_hi"]) < 0:
+        out += " (the CI of IPS − floor lies below 0: templates move it less than rounding does)"
     return out
 
 

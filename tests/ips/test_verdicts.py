@@ -97,6 +97,8 @@ def test_no_model_of_the_shipped_run_is_a_finding(arc):
     lines = "\n".join(headline_lines(head))
     assert "verdict: not a finding — majority answer A on 95 %" in lines
     assert "above its noise floor, but then IPS measures its answer preference" in lines
+    # Gemma's CI excludes 0 too, below it: the verdict says what that means
+    assert "the CI of IPS − floor lies below 0: templates move it less than rounding" in lines
     every = findings_models(arc, [0, 1, 3], n_boot=100)
     assert "1-shot: majority answer C on 98 %" in every["smollm2-135m-instruct"]
     assert "answer follows the few-shot examples (CA)" in every["smollm2-135m-instruct"]
