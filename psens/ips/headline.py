@@ -25,7 +25,12 @@ Caveats, from the data (the ``caveats`` column, ``""`` when none):
   it nor the model's factor effects are findings;
 * ``"majority answer X on N %"`` when one answer is more than :data:`MAJORITY_SHARE` of the
   predictions: output consistency is then an artefact of always answering X;
-* ``"accuracy at or below chance"``.
+* ``"accuracy at or below chance"``;
+* ``"answer follows the few-shot examples (C)"`` at k > 0 shots when the majority answer
+  moved to the letter the examples answer (:func:`psens.ips.verdicts.answer_confound`).
+
+A model with any caveat is not a finding (:func:`psens.ips.verdicts.findings`): every
+surface prints the verdict line of :func:`headline_lines`.
 
 References
 ----------
@@ -52,6 +57,7 @@ __all__ = [
     "chance_level",
     "headline",
     "headline_lines",
+    "headlines",
     "majority_answer",
 ]
 
@@ -206,8 +212,25 @@ def headline(
         items_done, dataset, split), ``tau``, ``floor`` (:func:`psens.ips.floor.floor_label`)
         and ``synthetic``.
     """
+    if "shot" in ds.dims:
+        shot = int(ds["shot"].values[0]) if shot is None else int(shot)
+    return headlines(ds, shots=[shot], tau=tau, n_boot=n_boot, ci=ci, seed=seed)[shot]
+
+
+def headlines(
+    ds,
+    *,
+    shots: Any = None,
+    tau: float | None = None,
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: Any = 0,
+) -> dict[int | None, pd.DataFrame]:
+    """:func:`headline` at each of ``shots`` (default: every shot setting of the run; the
+    key ``None`` for a run without a ``shot`` dim), the per-item IPS and the noise floor
+    computed once for all of them. Numbers of different shots are never pooled."""
     from psens.ips import tables
-    from psens.ips.floor import floor_label, noise_floor
+    from psens.ips.floor import noise_floor
 
     ds = ds.load()
     status = block_status(ds)
@@ -215,20 +238,29 @@ def headline(
         ds = ds.assign(prediction=ds["prediction"].where(ds["status"] == DONE, ""))
     tau = run_settings(ds).tau if tau is None else float(tau)
     if "shot" in ds.dims:
-        shot = int(ds["shot"].values[0]) if shot is None else int(shot)
-        if shot not in [int(s) for s in ds["shot"].values]:
-            from psens._validation import fail
+        have = [int(s) for s in ds["shot"].values]
+        shots = have if shots is None else [int(s) for s in shots]
+        for shot in shots:
+            if shot not in have:
+                from psens._validation import fail
 
-            fail(
-                "headline",
-                f"shot = {shot} is not in the run",
-                f"Use one of {[int(s) for s in ds['shot'].values]}",
-            )
+                fail("headline", f"shot = {shot} is not in the run", f"Use one of {have}")
     else:  # a run already taken at one shot keeps it as a scalar coordinate
-        shot = None
-    pooled = _pools(ds, shot if shot is not None else _scalar_shot(ds))
+        shots = [None]
     per_sample = tables.per_sample_ips(ds, tau)
     floor = noise_floor(ds, tau=tau)
+    return {
+        shot: _headline(ds, shot, tau, per_sample, floor, n_boot=n_boot, ci=ci, seed=seed)
+        for shot in shots
+    }
+
+
+def _headline(ds, shot, tau, per_sample, floor, *, n_boot, ci, seed) -> pd.DataFrame:
+    """One shot setting's headline from the run's per-item IPS and noise floor."""
+    from psens.ips import tables
+    from psens.ips.floor import floor_label
+
+    pooled = _pools(ds, shot if shot is not None else _scalar_shot(ds))
     table = tables.order_ips_table(
         per_sample, tables.model_meta(ds), shot, floor=floor, n_boot=n_boot, ci=ci, seed=seed
     )
@@ -239,6 +271,13 @@ def headline(
         tables.output_consistency(ds, shot).reindex(answers["model"]).to_numpy()
     )
     overall = table[table["order"] == "all"].set_index("model")["above_floor"]
+    follows = {}
+    if shot:  # k > 0 shots: does the answer letter follow the examples'?
+        from psens.ips.verdicts import FOLLOWS_EXAMPLES, answer_confound
+
+        conf = answer_confound(ds)
+        conf = conf[(conf["shot"] == shot) & conf["follows_examples"]]
+        follows = {r.model: f"{FOLLOWS_EXAMPLES} ({r.examples})" for r in conf.itertuples()}
     caveats = []
     for _, r in answers.iterrows():
         found = []
@@ -250,6 +289,8 @@ def headline(
             )
         if np.isfinite(r["accuracy"]) and np.isfinite(r["chance"]) and r["accuracy"] <= r["chance"]:
             found.append(BELOW_CHANCE)
+        if r["model"] in follows:
+            found.append(follows[r["model"]])
         caveats.append("; ".join(found))
     answers["caveats"] = caveats
     out = table.merge(answers.drop(columns="n_answers"), on="model", how="left")
@@ -273,6 +314,18 @@ def headline(
     return mark_synthetic(out, ds)
 
 
+def _verdict_words(row) -> str:
+    """The verdict of one model's ``all`` row: a finding, or not and why."""
+    if not row["caveats"]:
+        return "a finding (above its noise floor, no caveat)"
+    out = f"not a finding — {row['caveats']}"
+    if bool(row["above_floor"]):
+        out += " (above its noise floor, but then IPS measures its answer preference)"
+    elif np.isfinite(float(row["diff_hi"])) and float(row["diff_hi"]) < 0:
+        out += " (the CI of IPS − floor lies below 0: templates move it less than rounding does)"
+    return out
+
+
 def headline_lines(table: pd.DataFrame, notes: dict[str, str] | None = None) -> list[str]:
     """:func:`headline` as text: a line saying what it pools, then two lines per model::
 
@@ -281,7 +334,8 @@ def headline_lines(table: pd.DataFrame, notes: dict[str, str] | None = None) -> 
           smollm2-135m-instruct: IPS 1.612 [1.58, 1.64] (low 1.616, mid 1.658, high 1.500);
             floor 0.858, IPS − floor 0.754 [0.660, 0.875], d_z 4.25, p = 0.0065 (n = 8);
             accuracy 0.10 (chance 0.25); output consistency 0.75 (A is the majority answer)
-            caveats: majority answer A on 95 %; accuracy at or below chance
+            verdict: not a finding — majority answer A on 95 %; accuracy at or below chance
+              (above its noise floor, but then IPS measures its answer preference)
 
     ``notes`` adds text to a model's first line (e.g. its pending blocks).
     """
@@ -309,5 +363,5 @@ def headline_lines(table: pd.DataFrame, notes: dict[str, str] | None = None) -> 
             f"accuracy {num(a['accuracy'], '.2f')} (chance {num(a['chance'], '.2f')}); "
             f"{consistency}{note}"
         )
-        lines.append(f"    caveats: {a['caveats'] or 'none'}")
+        lines.append(f"    verdict: {_verdict_words(a)}")
     return lines
