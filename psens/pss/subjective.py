@@ -40,6 +40,9 @@ Config keys (TOML, ``method = "subjective"``)
                           ``judge_url`` (required)
 ``judge_url``             an OpenAI-compatible server root (``http://host:port/v1``); empty
                           (default): the local model ``judge`` in this process
+``judge_timeout``         seconds allowed for each network step of a call to the served judge
+                          (connecting, each write, each read; the whole call gets three times
+                          as long), ``judge_url`` only (default 60)
 ``judge_mode``            ``"preference"`` (yes/no against the reference, default) or
                           ``"graded"`` (0–10)
 ``benchmark``             ``"alpaca"`` (AlpacaEval, default) or ``"arena"`` (Arena Hard Auto)
@@ -122,6 +125,7 @@ class SubjectiveConfig(MethodConfig):
     models: list[str] = field(default_factory=list)
     judge: str = ""
     judge_url: str = ""
+    judge_timeout: float = 60.0
     judge_mode: str = "preference"
     benchmark: str = "alpaca"
     versions: str = ""
@@ -149,6 +153,9 @@ class SubjectiveConfig(MethodConfig):
                 f"judge_url = {self.judge_url!r}",
                 'Write e.g. judge_url = "http://127.0.0.1:8080/v1"',
             )
+        t = self.judge_timeout
+        if isinstance(t, bool) or not isinstance(t, int | float) or not 0 < t < float("inf"):
+            fail(WHERE, f"judge_timeout = {t!r}", "Give a positive number of seconds, e.g. 120")
         check_models(list(self.models) + ([] if self.judge_url else [self.judge]), WHERE)
         if self.judge_mode not in JUDGE_MODES:
             fail(WHERE, f"judge_mode = {self.judge_mode!r}", f"Use one of {list(JUDGE_MODES)}")
@@ -281,7 +288,7 @@ def _judge(cfg: SubjectiveConfig):
     from psens.backends import HTTPJudge, OpenAIClient
 
     if cfg.judge_url:
-        client = OpenAIClient(cfg.judge_url, cfg.judge)
+        client = OpenAIClient(cfg.judge_url, cfg.judge, timeout=float(cfg.judge_timeout))
     else:
         client = _generator(cfg.judge, cfg, cfg.judge_max_new_tokens)
     preference = cfg.judge_mode == "preference"
