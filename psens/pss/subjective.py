@@ -21,9 +21,11 @@ paths build the same judge prompts and parse the replies the same way
   (:data:`psens.backends.GRADED_JUDGE_TEMPLATE`, :math:`Y(p) = x / 10`).
 
 The judge sees the **original** instruction with every version's response, so only the
-response changes between the three verdicts of an instance. A reply without a readable
-verdict is an ``unparsed`` verdict and a failed call a ``failed`` one: both are NaN, left out
-of :math:`S_i` (which skips NaN), and counted in :func:`summarize` — never a score.
+response changes between the three verdicts of an instance. A reply without an unambiguous
+verdict (one rating in 0–10, or one yes/no with no negation before it; an echo of the judge's
+instruction is none) is an ``unparsed`` verdict and a failed call a ``failed`` one: both are
+NaN, left out of :math:`S_i` (which skips NaN), and counted in :func:`summarize` — never a
+score.
 
 This is a simplification of ProSA's protocol: AlpacaEval 2.0's judge gives the probability
 that it prefers the response to the reference answer (in [0, 1], length-controlled in LC
