@@ -229,8 +229,12 @@ def _object_text(ds):
 
 def open_run(path: str | os.PathLike):
     """Open an EAS or subjective PSS run (Dataset) or a DBSA run (DataTree), loaded into
-    memory, text as object arrays; anything else is refused with the fix."""
+    memory, text as object arrays; anything else is refused with the fix, and so is a file
+    with a dataset stored externally or virtual or an encoding psens never writes
+    (:func:`psens.store.schema.check_netcdf_storage`, before any value is read)."""
     import xarray as xr
+
+    from psens.store.schema import check_netcdf_storage
 
     where = "psens.method_runs.open_run"
     path = Path(path)
@@ -243,6 +247,7 @@ def open_run(path: str | os.PathLike):
             f"{path} is not an EAS, DBSA or subjective PSS run (no {METHOD_ATTR} attr)",
             "Open IPS runs with psens.open_run; write method runs with psens run CONFIG",
         )
+    check_netcdf_storage(path, where)
     if method != "dbsa":  # EAS and subjective PSS runs are one Dataset
         with xr.open_dataset(path, engine="h5netcdf") as ds:
             out = _object_text(ds.load())

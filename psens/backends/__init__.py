@@ -53,6 +53,7 @@ from psens.backends.judges import (
     HTTPJudge,
     Judge,
     Verdict,
+    instruction_text,
     parse_verdict,
 )
 
@@ -69,6 +70,7 @@ __all__ = [
     "ResponseCache",
     "Verdict",
     "cache_key",
+    "instruction_text",
     "normalise_server",
     "parse_verdict",
 ]

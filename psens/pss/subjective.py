@@ -21,9 +21,11 @@ paths build the same judge prompts and parse the replies the same way
   (:data:`psens.backends.GRADED_JUDGE_TEMPLATE`, :math:`Y(p) = x / 10`).
 
 The judge sees the **original** instruction with every version's response, so only the
-response changes between the three verdicts of an instance. A reply without a readable
-verdict is an ``unparsed`` verdict and a failed call a ``failed`` one: both are NaN, left out
-of :math:`S_i` (which skips NaN), and counted in :func:`summarize` — never a score.
+response changes between the three verdicts of an instance. A reply without an unambiguous
+verdict (one rating in 0–10, or one yes/no with no negation before it; an echo of the judge's
+instruction is none) is an ``unparsed`` verdict and a failed call a ``failed`` one: both are
+NaN, left out of :math:`S_i` (which skips NaN), and counted in :func:`summarize` — never a
+score.
 
 This is a simplification of ProSA's protocol: AlpacaEval 2.0's judge gives the probability
 that it prefers the response to the reference answer (in [0, 1], length-controlled in LC
@@ -40,6 +42,9 @@ Config keys (TOML, ``method = "subjective"``)
                           ``judge_url`` (required)
 ``judge_url``             an OpenAI-compatible server root (``http://host:port/v1``); empty
                           (default): the local model ``judge`` in this process
+``judge_timeout``         seconds allowed for each network step of a call to the served judge
+                          (connecting, each write, each read; the whole call gets three times
+                          as long), ``judge_url`` only (default 60)
 ``judge_mode``            ``"preference"`` (yes/no against the reference, default) or
                           ``"graded"`` (0–10)
 ``benchmark``             ``"alpaca"`` (AlpacaEval, default) or ``"arena"`` (Arena Hard Auto)
@@ -122,6 +127,7 @@ class SubjectiveConfig(MethodConfig):
     models: list[str] = field(default_factory=list)
     judge: str = ""
     judge_url: str = ""
+    judge_timeout: float = 60.0
     judge_mode: str = "preference"
     benchmark: str = "alpaca"
     versions: str = ""
@@ -149,6 +155,9 @@ class SubjectiveConfig(MethodConfig):
                 f"judge_url = {self.judge_url!r}",
                 'Write e.g. judge_url = "http://127.0.0.1:8080/v1"',
             )
+        t = self.judge_timeout
+        if isinstance(t, bool) or not isinstance(t, int | float) or not 0 < t < float("inf"):
+            fail(WHERE, f"judge_timeout = {t!r}", "Give a positive number of seconds, e.g. 120")
         check_models(list(self.models) + ([] if self.judge_url else [self.judge]), WHERE)
         if self.judge_mode not in JUDGE_MODES:
             fail(WHERE, f"judge_mode = {self.judge_mode!r}", f"Use one of {list(JUDGE_MODES)}")
@@ -281,7 +290,7 @@ def _judge(cfg: SubjectiveConfig):
     from psens.backends import HTTPJudge, OpenAIClient
 
     if cfg.judge_url:
-        client = OpenAIClient(cfg.judge_url, cfg.judge)
+        client = OpenAIClient(cfg.judge_url, cfg.judge, timeout=float(cfg.judge_timeout))
     else:
         client = _generator(cfg.judge, cfg, cfg.judge_max_new_tokens)
     preference = cfg.judge_mode == "preference"

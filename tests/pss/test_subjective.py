@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from psens import method_runs
+from psens._runfile import method_attrs
 from psens.backends import Response
 from psens.cli import main
 from psens.pss import subjective as S
@@ -172,6 +173,19 @@ def test_the_judge_through_an_openai_compatible_server(tmp_path, monkeypatch):
     assert "server" in ds.attrs["judge_path"] and ds.attrs["judge_note"] == ""
 
 
+def test_the_served_judge_timeout_is_a_config_key(tmp_path):
+    """judge_timeout bounds each network step of a served judge call (the whole call: three
+    times as long); default 60 s; it is stored with the run's config."""
+    cfg = _config(tmp_path, judge="served-judge", judge_url="http://127.0.0.1:9/v1")
+    assert cfg.judge_timeout == 60.0 and S._judge(cfg).client.timeout == 60.0
+    cfg = _config(
+        tmp_path, judge="served-judge", judge_url="http://127.0.0.1:9/v1", judge_timeout=2.5
+    )
+    client = S._judge(cfg).client
+    assert (client.timeout, client.deadline) == (2.5, 7.5)
+    assert method_attrs(S.METHOD, cfg)["judge_timeout"] == 2.5
+
+
 def test_between_instance_null_matches_a_literal_loop():
     rng = np.random.default_rng(1)
     y = rng.integers(0, 11, size=(9, 3)) / 10.0
@@ -245,6 +259,10 @@ def test_arena_reads_local_references_and_refuses_too_few(tmp_path):
         ({"judge": ""}, "judge"),
         ({"store": "x.zarr"}, ".nc"),
         ({"temperature": 1.0}, "temperature"),
+        ({"judge_timeout": 0}, "judge_timeout"),
+        ({"judge_timeout": "60"}, "judge_timeout"),
+        ({"judge_timeout": float("nan")}, "judge_timeout"),
+        ({"judge_timeout": True}, "judge_timeout"),
     ],
 )
 def test_bad_configs_are_refused_in_one_line_before_any_model(tmp_path, over, needle):
