@@ -12,7 +12,7 @@ import pandas as pd
 
 from psens._charts import altair, need_columns
 
-__all__ = ["accuracy_chart", "dimension_chart"]
+__all__ = ["accuracy_chart", "dimension_accuracy_chart", "dimension_chart"]
 
 
 def dimension_chart(
@@ -68,4 +68,42 @@ def accuracy_chart(table: pd.DataFrame, *, title: str | None = None):
     )
     return alt.layer(points, base.mark_rule().encode(x="lo:Q", x2="hi:Q")).properties(
         title=title or "Accuracy per format (95 % bootstrap CI over items)"
+    )
+
+
+def dimension_accuracy_chart(
+    table: pd.DataFrame, *, facet: str | None = None, title: str | None = None
+):
+    """Accuracy change per format dimension with its CI (:func:`psens.formats.analysis.
+    dimension_accuracy` rows); a tick marks ``any_change`` (the change between any two
+    formats), colour and offset tell the models apart, ``facet`` (a column, e.g.
+    ``"dataset"``) draws one panel per value."""
+    alt = altair()
+    need = ["model", "dimension", "effect", "lo", "hi", "any_change"]
+    df = need_columns(table, need + ([facet] if facet else []), "dimension_accuracy_chart")
+    base = alt.Chart(df).encode(
+        x=alt.X("dimension:N", sort="-y", title="format dimension changed (one change)"),
+        xOffset="model:N",
+        color=alt.Color("model:N"),
+    )
+    bars = base.mark_bar().encode(
+        y=alt.Y("effect:Q", title="mean |accuracy change| between formats one change apart"),
+        tooltip=[
+            "model",
+            "dimension",
+            alt.Tooltip("effect:Q", format=".3f"),
+            alt.Tooltip("lo:Q", format=".3f"),
+            alt.Tooltip("hi:Q", format=".3f"),
+            alt.Tooltip("any_change:Q", format=".3f", title="any two formats"),
+            *[c for c in ("p_top", "n_pairs", "n_units") if c in df.columns],
+        ],
+    )
+    errs = base.mark_rule(color="black").encode(y="lo:Q", y2="hi:Q")
+    ticks = base.mark_tick(color="#555", thickness=2, size=10).encode(y="any_change:Q")
+    chart = alt.layer(bars, errs, ticks)
+    if facet:
+        chart = chart.facet(column=alt.Column(f"{facet}:N", title=None))
+    return chart.properties(
+        title=title
+        or "Accuracy change by format dimension (95 % bootstrap CI; tick: any two formats)"
     )
