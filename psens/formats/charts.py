@@ -72,12 +72,17 @@ def accuracy_chart(table: pd.DataFrame, *, title: str | None = None):
 
 
 def dimension_accuracy_chart(
-    table: pd.DataFrame, *, facet: str | None = None, title: str | None = None
+    table: pd.DataFrame,
+    *,
+    facet: str | None = None,
+    title: str | None = None,
+    width: int = 200,
+    height: int = 220,
 ):
     """Accuracy change per format dimension with its CI (:func:`psens.formats.analysis.
     dimension_accuracy` rows); a tick marks ``any_change`` (the change between any two
     formats), colour and offset tell the models apart, ``facet`` (a column, e.g.
-    ``"dataset"``) draws one panel per value."""
+    ``"dataset"``) draws one panel per value, each ``width`` × ``height``."""
     alt = altair()
     need = ["model", "dimension", "effect", "lo", "hi", "any_change"]
     df = need_columns(table, need + ([facet] if facet else []), "dimension_accuracy_chart")
@@ -100,7 +105,7 @@ def dimension_accuracy_chart(
     )
     errs = base.mark_rule(color="black").encode(y="lo:Q", y2="hi:Q")
     ticks = base.mark_tick(color="#555", thickness=2, size=10).encode(y="any_change:Q")
-    chart = alt.layer(bars, errs, ticks)
+    chart = alt.layer(bars, errs, ticks).properties(width=width, height=height)
     if facet:
         chart = chart.facet(column=alt.Column(f"{facet}:N", title=None))
     return chart.properties(

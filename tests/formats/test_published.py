@@ -278,7 +278,72 @@ def test_dimension_accuracy_chart_draws_per_dataset():
         dimension_accuracy(mind_your_format(d), pooled=True, n_boot=20).assign(dataset=d)
         for d in ("sst2", "trec")
     )
-    spec = dimension_accuracy_chart(table, facet="dataset").to_dict()
+    spec = dimension_accuracy_chart(table, facet="dataset", width=150).to_dict()
+    assert spec["spec"]["width"] == 150
     assert spec["facet"]["column"]["field"] == "dataset"
     with pytest.raises(ValueError, match="dataset"):
         dimension_accuracy_chart(table.drop(columns="dataset"), facet="dataset")
+
+
+@pytest.mark.parametrize("n_boot", [300, 2000])  # the notebook's N_BOOT, tiny and full
+def test_notebook_14_quotes_what_the_analysis_gives(n_boot):
+    """Every number and claim of notebook 14's reading of the published accuracies."""
+    from psens.formats.analysis import accuracy_spread
+
+    text = (ROOT / "notebooks" / "14_format_space.py").read_text(encoding="utf-8")
+    for quote in (
+        "on 77 of the 80 model–dataset pairs",
+        "the three exceptions are on TREC",
+        "the median spread is 0.33–0.36 on SST-2, DBpedia and AG News and 0.15 on TREC",
+        "largest mean accuracy change on all four datasets (0.06–0.13 per change)",
+        "it leads in fewer than 90 % of the resamples",
+        "on SST-2 the input–output separator ties it",
+        "least on all four (0.04–0.05 per change, never the largest in any resample)",
+        "on SST-2, DBpedia and AG News its CI lies below every other dimension's",
+        "the output verbalizer has the largest mean change on AG News and DBpedia, and ties the "
+        "demonstration separator on TREC",
+        "on no dataset does one dimension lead on more than half of the 20 models",
+        "the input–output separator on one or two",
+        "rest on one to four pairs per dimension",
+        "over the eight runs that scored all 30 templates",
+        "three demonstration seeds (23 runs)",
+    ):
+        assert quote.lower() in " ".join(text.split()).lower(), quote
+    myf = {d: mind_your_format(d) for d in MIND_YOUR_FORMAT_DATASETS}
+    spreads = pd.concat(
+        accuracy_spread(ds, n_boot=n_boot, n_perm=n_boot).assign(dataset=d) for d, ds in myf.items()
+    )
+    assert len(spreads) == 80 and (~spreads.within_noise).sum() == 77
+    assert set(spreads[spreads.within_noise].dataset) == {"trec"}
+    median = spreads.groupby("dataset").spread.median().round(2)
+    assert median[["sst2", "dbpedia", "agnews"]].min() == 0.33
+    assert median[["sst2", "dbpedia", "agnews"]].max() == 0.36 and median["trec"] == 0.15
+    tops = []
+    for d, ds in myf.items():
+        t = dimension_accuracy(ds, pooled=True, n_boot=n_boot).set_index("dimension")
+        assert (t.n_units == 8).all()
+        first, second = t.index[0], t.index[1]
+        assert first == "big_sep" and 0.5 < t.loc[first, "p_top"] < 0.9
+        assert t.loc[first, "lo"] < t.loc[second, "hi"]  # overlapping CIs
+        tops.append(t.loc[first, "effect"])
+        assert t.index[-1] == "inp_verbalizer" and t.loc["inp_verbalizer", "p_top"] == 0
+        assert round(t.loc["inp_verbalizer", "effect"], 2) in (0.04, 0.05)
+        below = t.loc["inp_verbalizer", "hi"] < t.drop("inp_verbalizer").lo.min()
+        assert below == (d != "trec")
+        assert t.loc["sep", "n_pairs"] in (1, 2)
+        if d == "sst2":
+            assert (
+                second == "sep" and abs(t.loc["big_sep", "effect"] - t.loc["sep", "effect"]) < 0.002
+            )
+        every = dimension_accuracy(ds, pooled=True, common=False, n_boot=n_boot)
+        assert every.set_index("dimension").loc["out_verbalizer", "n_units"] == 23
+        assert (every.dimension.iloc[0] == "out_verbalizer") == (d != "sst2")
+        if d == "trec":
+            assert abs(every.effect.iloc[0] - every.effect.iloc[1]) < 0.001
+            assert every.dimension.iloc[1] == "big_sep"
+        per_model = dimension_accuracy(ds, n_boot=n_boot)
+        leaders = per_model.loc[per_model.groupby("model").effect.idxmax(), "dimension"]
+        assert len(leaders) == 20 and leaders.value_counts().max() <= 10
+    assert round(min(tops), 2) == 0.06 and round(max(tops), 2) == 0.13
+    offline = dimension_accuracy(psens.open_run(ROOT / "data" / "runs" / "formats-acc.nc"))
+    assert offline.n_pairs.between(1, 4).all()
