@@ -248,7 +248,8 @@ dimension_accuracy_chart(
 
 # %%
 per_model = pd.concat(
-    dimension_accuracy(ds, n_boot=N_BOOT).assign(dataset=name) for name, ds in myf.items()
+    (dimension_accuracy(ds, n_boot=N_BOOT).assign(dataset=name) for name, ds in myf.items()),
+    ignore_index=True,
 )
 tops = per_model.loc[per_model.groupby(["dataset", "model"])["effect"].idxmax()]
 pd.crosstab(tops["dataset"], tops["dimension"])
