@@ -373,6 +373,17 @@ def dimension_accuracy(
     DataFrame ``model, dimension, effect, lo, hi, p_top, any_change, n_pairs, n_units``,
     rows by model in the run's order, dimensions by decreasing effect.
 
+    References
+    ----------
+    .. [1] Zhuo, J., Zhang, S., Fang, X., Duan, H., Lin, D., and Chen, K. "ProSA: Assessing
+       and Understanding the Prompt Sensitivity of LLMs." Findings of EMNLP 2024.
+       arXiv:2410.12405 (PSS, of which ``Δ_d`` on items is the restriction to ``d``'s pairs).
+    .. [2] Voronov, A., Wolf, L., and Ryabinin, M. "Mind Your Format: Towards Consistent
+       Evaluation of In-Context Learning Improvements." Findings of ACL 2024. arXiv:2401.06766
+       (the published accuracies per run).
+
+    The per-dimension change, its CI and ``p_top`` are psens's; neither paper reports them.
+
     Examples
     --------
     >>> from psens.formats import mind_your_format
