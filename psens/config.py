@@ -12,7 +12,8 @@ Keys
                     or served models ``{name, base_url, model, tokenizer[, endpoints, ...]}``
                     (:mod:`psens.models.served`)
 ``dataset``         ``arc-challenge``, ``arc-easy``, ``mmlu[:subject]``, ``commonsenseqa``,
-                    ``boolq``, ``squad``, ``dolly``
+                    ``boolq``, ``piqa``, ``sciq``, ``hellaswag``, ``openbookqa``, ``copa``,
+                    ``squad``, ``dolly`` (:func:`psens.datasets.load`)
 ``split``           dataset split (default: the dataset's default)
 ``dataset_path``    a local copy of the dataset (jsonl/parquet/save_to_disk), optional
 ``samples``         how many items (a seeded random choice, kept in dataset order) or a list
