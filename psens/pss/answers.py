@@ -293,8 +293,10 @@ def _differs(got: list, want: list) -> str | None:
     return None
 
 
-def _tail(text: str) -> str:
-    return "\n".join(text.strip().splitlines()[-3:])
+def _tail(text: str, chars: int = 1000) -> str:
+    """The last three lines of an error output, at most ``chars`` characters."""
+    tail = "\n".join(text.strip().splitlines()[-3:])
+    return tail if len(tail) <= chars else "..." + tail[-chars:]
 
 
 def _verdict(outcome: Outcome, timeout: float) -> tuple[list | None, ExecResult | None]:
