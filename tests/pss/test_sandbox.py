@@ -368,3 +368,36 @@ def test_the_guard_only_mode_warns_once(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert sandbox.sandbox_mode() == "guard"
+
+
+def test_runs_execute_code_only_with_the_opt_in(monkeypatch):
+    """The runner scores a HumanEval item's generated text only with
+    ``allow_code_execution``; without it nothing runs and ``correct`` stays NaN."""
+    from types import SimpleNamespace
+
+    import psens.pss.answers
+    from psens.datasets import Item
+    from psens.runner import _correct
+
+    prompt, canonical, test, name = ADD
+    item = Item(
+        "h0",
+        prompt,
+        answer=canonical,
+        metadata={"test": test, "entry_point": name},
+        task_type="code",
+    )
+    good = SimpleNamespace(correct=None, text="    return sum(xs)\n")
+    bad = SimpleNamespace(correct=None, text="    return 0\n")
+    on, off = (
+        SimpleNamespace(allow_code_execution=True),
+        SimpleNamespace(allow_code_execution=False),
+    )
+    assert (_correct(on, item, good), _correct(on, item, bad)) == (1.0, 0.0)
+    assert _correct(on, item, SimpleNamespace(correct=True, text="")) == 1.0  # an option choice
+
+    def boom(*a, **k):
+        raise AssertionError("code was run")
+
+    monkeypatch.setattr(psens.pss.answers, "run_humaneval", boom)
+    assert str(_correct(off, item, good)) == "nan"
