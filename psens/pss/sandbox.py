@@ -12,10 +12,11 @@ virtual environment), never in the caller's, confined by two layers:
   session, killed when the caller dies. This is the security boundary.
 * **the guard**, in both modes — resource limits set by the child before any untrusted
   line runs (CPU seconds, address space, file size, no core files, one process: no
-  ``fork``), and an audit hook (PEP 578) refusing sockets, new processes, ``ctypes``,
-  ``sqlite3``, changing limits, the garbage collector's object lists and every file write
-  (opening for writing, removing, renaming, creating folders). The hook's lists live in a
-  closure, not in a module a program can import.
+  ``fork`` where the kernel enforces it, which it does not for root), and an audit hook
+  (PEP 578) refusing sockets, new processes, ``ctypes``, ``sqlite3``, changing limits, the
+  garbage collector's object lists and every file write (opening for writing, removing,
+  renaming, creating folders). The hook's lists live in a closure, not in a module a
+  program can import.
 
 Without ``bwrap`` (or where it cannot create namespaces, as in some containers) only the
 guard runs, and psens warns once: **the guard alone is not a security boundary** (code in
