@@ -23,7 +23,16 @@ import os
 from psens._runfile import METHOD_ATTR, METHODS, is_method_run, method_of, open_run
 from psens._validation import fail
 
-__all__ = ["METHODS", "is_method_run", "load", "method_of", "open_run", "run", "summarize"]
+__all__ = [
+    "METHODS",
+    "is_method_run",
+    "load",
+    "method_of",
+    "open_run",
+    "reread_verdicts",
+    "run",
+    "summarize",
+]
 
 WHERE = "psens method run"
 
@@ -62,3 +71,18 @@ def run(cfg, out: str | os.PathLike | None = None, *, progress: bool = True):
 def summarize(obj) -> str:
     """The text summary of an opened method run."""
     return _module(str(obj.attrs.get(METHOD_ATTR))).summarize(obj)
+
+
+def reread_verdicts(obj):
+    """An opened EAS or subjective PSS run with its judge verdicts read again from the stored
+    replies by the current parser and everything computed from them recomputed (the
+    method's ``reread``: :func:`psens.eas.run.reread`, :func:`psens.pss.subjective.reread`);
+    every other variable, coordinate and attr as stored. A DBSA run has no judge: refused."""
+    method = str(obj.attrs.get(METHOD_ATTR))
+    if method not in ("eas", "subjective"):
+        fail(
+            WHERE,
+            f"a {method} run has no judge verdicts to read again",
+            "Pass an EAS or subjective PSS run file",
+        )
+    return _module(method).reread(obj)

@@ -22,6 +22,7 @@ from psens.backends import (
     cache_key,
     instruction_text,
     parse_verdict,
+    reread_verdicts,
 )
 from psens.eas import build_rows, generate_responses, instance_metrics, judge_responses
 
@@ -601,6 +602,32 @@ def test_a_judge_refuses_an_echo_of_its_own_instruction():
     assert CallableJudge(lambda ps: [echo_binary] * len(ps)).judge("q", "r", "a").status == (
         "unparsed"
     )
+
+
+def test_reread_verdicts_is_the_judges_parse_of_each_stored_reply():
+    """Stored replies read again: each is what a CallableJudge with the same template, mode
+    and scale gives that reply now; a stored failure stays failed (its text is an error)."""
+    replies = [
+        "correct",
+        "The answer is correct but incorrect.",
+        "Reply with exactly one word: correct",
+        "judge call failed: timeout",
+        "",
+    ]
+    statuses = ["ok", "ok", "ok", "failed", "unparsed"]
+    it = iter(replies)
+    judge = CallableJudge(lambda ps: [next(it) for _ in ps], batch_size=1)
+    live = judge.judge_many([("q", "r", "a")] * len(replies))
+    again = reread_verdicts(replies, statuses)
+    assert [v.status for v in again] == ["ok", "unparsed", "unparsed", "failed", "unparsed"]
+    assert again[0].correct is True and again[3].error == "judge call failed: timeout"
+    for a, b, s in zip(again, live, statuses, strict=True):
+        if s != "failed":
+            assert a == b
+    graded = reread_verdicts(["8", "8 out of 10", "7 or 8"], ["unparsed"] * 3, mode="graded")
+    assert [v.value for v in graded[:2]] == [0.8, 0.8] and graded[2].status == "unparsed"
+    with pytest.raises(ValueError, match="one status per stored reply"):
+        reread_verdicts(["correct"], [])
 
 
 def test_parse_verdict_without_text_or_with_a_bad_mode():

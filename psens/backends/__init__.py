@@ -55,6 +55,7 @@ from psens.backends.judges import (
     Verdict,
     instruction_text,
     parse_verdict,
+    reread_verdicts,
 )
 
 __all__ = [
@@ -73,4 +74,5 @@ __all__ = [
     "instruction_text",
     "normalise_server",
     "parse_verdict",
+    "reread_verdicts",
 ]

@@ -24,6 +24,7 @@ __all__ = [
     "Verdict",
     "instruction_text",
     "parse_verdict",
+    "reread_verdicts",
 ]
 
 
@@ -213,6 +214,42 @@ def parse_verdict(
     return Verdict("ok", correct=score >= 0.5, score=score, raw_text=text)
 
 
+def _template(template: str | None, mode: str) -> str:
+    """``template``, or the default template of ``mode``."""
+    return template or (DEFAULT_JUDGE_TEMPLATE if mode == "binary" else GRADED_JUDGE_TEMPLATE)
+
+
+def reread_verdicts(
+    replies: Sequence[str | None],
+    statuses: Sequence[str],
+    *,
+    template: str | None = None,
+    mode: Literal["binary", "graded"] = "binary",
+    scale: float = 10.0,
+) -> list[Verdict]:
+    """The verdicts :func:`parse_verdict` reads from a judge's stored replies: what a
+    :class:`CallableJudge` with this ``template``, ``mode`` and ``scale`` gives the same
+    replies now (a stored run re-read after the parser changed, without calling the judge).
+
+    A verdict stored as "failed" stays failed (no reply was given: its stored text, if any, is
+    the error); every other reply is parsed again, so an "ok" may become "unparsed" and the
+    reverse.
+    """
+    if len(replies) != len(statuses):
+        fail(
+            "reread_verdicts",
+            f"{len(replies)} replies for {len(statuses)} statuses",
+            "Pass one status per stored reply",
+        )
+    instruction = instruction_text(_template(template, mode), float(scale))
+    return [
+        Verdict("failed", error=text or None)
+        if status == "failed"
+        else parse_verdict(text, mode=mode, scale=float(scale), instruction=instruction)
+        for text, status in zip(replies, statuses, strict=True)
+    ]
+
+
 @runtime_checkable
 class Judge(Protocol):
     """Anything with ``judge(question, reference, response) -> Verdict`` and a batch form."""
@@ -253,9 +290,7 @@ class CallableJudge:
         self.generate = generate
         self.mode = mode
         self.scale = float(scale)
-        self.template = template or (
-            DEFAULT_JUDGE_TEMPLATE if mode == "binary" else GRADED_JUDGE_TEMPLATE
-        )
+        self.template = _template(template, mode)
         self.batch_size = check_positive_int(batch_size, "CallableJudge", "batch_size")
         self.instruction = instruction_text(self.template, self.scale)
 

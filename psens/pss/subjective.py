@@ -79,6 +79,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -96,6 +97,7 @@ __all__ = [
     "between_instance_null",
     "instructions",
     "model_table",
+    "reread",
     "run",
     "summarize",
     "synthetic_run",
@@ -293,15 +295,47 @@ def _judge(cfg: SubjectiveConfig):
         client = OpenAIClient(cfg.judge_url, cfg.judge, timeout=float(cfg.judge_timeout))
     else:
         client = _generator(cfg.judge, cfg, cfg.judge_max_new_tokens)
-    preference = cfg.judge_mode == "preference"
     return HTTPJudge(
         client,
-        template=PREFERENCE_TEMPLATE if preference else None,
-        mode="binary" if preference else "graded",
-        scale=10,
+        **_judge_settings(cfg.judge_mode),
         batch_size=cfg.batch_size,
         max_tokens=cfg.judge_max_new_tokens,
     )
+
+
+def _judge_settings(judge_mode: str) -> dict[str, Any]:
+    """The judge's template, verdict mode and scale for ``judge_mode``."""
+    preference = judge_mode == "preference"
+    return {
+        "template": PREFERENCE_TEMPLATE if preference else None,
+        "mode": "binary" if preference else "graded",
+        "scale": 10,
+    }
+
+
+def reread(ds):
+    """The run ``ds`` with its judge verdicts read again from the stored replies by the
+    current :func:`psens.backends.parse_verdict` (:func:`psens.backends.reread_verdicts`
+    with the judge of its ``judge_mode``): ``judge_status``, ``score`` and ``S_i``
+    recomputed — what running the config again gives, since greedy decoding gives the same
+    replies. Every other variable, coordinate and attr is kept as stored."""
+    from psens.backends import reread_verdicts
+    from psens.pss.metric import instance_pss
+
+    shape = ds["judge_status"].shape
+    dims = ds["judge_status"].dims
+    verdicts = reread_verdicts(
+        ds["judge_raw"].values.ravel().tolist(),
+        ds["judge_status"].values.ravel().tolist(),
+        **_judge_settings(str(ds.attrs.get("judge_mode", "preference"))),
+    )
+    out = ds.copy()
+    out["judge_status"] = (dims, np.array([v.status for v in verdicts], object).reshape(shape))
+    out["score"] = (dims, np.array([v.value for v in verdicts]).reshape(shape))
+    out["S_i"] = (ds["S_i"].dims, instance_pss(out["score"].values))
+    for name in out.variables:
+        out[name].attrs = ds[name].attrs
+    return out
 
 
 def generate(cfg: SubjectiveConfig, items: pd.DataFrame, *, progress: bool = True) -> dict:

@@ -359,3 +359,41 @@ def test_check_ignores_a_config_key_added_later_at_its_default_only():
     assert not same(old, json.dumps({"store": "x.zarr", "seed": 1}))
     assert not same(old, json.dumps({"store": "x.zarr", "seed": 0, "banana": 1}))
     assert not same("not json", old)
+
+
+def test_reread_gives_what_a_rerun_gives(tmp_path, monkeypatch):
+    """A preference run whose off-format replies were stored as "no" verdicts, with S_i from
+    them, is re-read into exactly the run the parser writes; a current run is unchanged."""
+    import xarray as xr
+
+    monkeypatch.setattr(S, "_generator", lambda name, cfg, n: PreferenceJudge(name))
+    S.run(_config(tmp_path, judge_mode="preference"), progress=False)
+    fresh = method_runs.open_run(tmp_path / "subj.nc")
+    cells = fresh["judge_status"].values == "unparsed"
+    assert cells.any()
+    old = fresh.copy(deep=True)
+    old["judge_status"].values[cells] = "ok"
+    old["score"].values[cells] = 0.0
+    old["S_i"] = (("model", "sample"), np.zeros(old["S_i"].shape))
+    xr.testing.assert_identical(method_runs.reread_verdicts(old), fresh)
+    xr.testing.assert_identical(method_runs.reread_verdicts(fresh), fresh)
+
+
+def test_the_shipped_run_holds_the_parsers_verdicts_of_its_replies():
+    """Every verdict of data/runs/pss-alpaca.nc is parse_verdict of its stored reply under
+    the run's preference judge; its S_i are those of the stored scores."""
+    from psens.backends import instruction_text, parse_verdict
+    from tests.support import ROOT
+
+    ds = method_runs.open_run(ROOT / "data" / "runs" / "pss-alpaca.nc")
+    assert ds.attrs["judge_mode"] == "preference"
+    instruction = instruction_text(S.PREFERENCE_TEMPLATE)
+    raw, status, score = (ds[k].values.ravel() for k in ("judge_raw", "judge_status", "score"))
+    for text, st, y in zip(raw, status, score, strict=True):
+        if st == "failed":
+            assert np.isnan(y)
+            continue
+        v = parse_verdict(text, mode="binary", instruction=instruction)
+        assert v.status == st and (v.value == y or (np.isnan(v.value) and np.isnan(y))), text
+    ref = [[literal_s_i(list(row)) for row in m] for m in ds["score"].values]
+    np.testing.assert_allclose(ds["S_i"].values, ref, equal_nan=True)
