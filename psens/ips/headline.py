@@ -51,10 +51,13 @@ from psens.settings import run_config, run_settings
 from psens.store import DONE
 
 __all__ = [
+    "FOLLOWS_EXAMPLES",
     "MAJORITY_SHARE",
     "NOT_ABOVE_FLOOR",
     "above_floor",
+    "answer_confound",
     "chance_level",
+    "example_answers",
     "headline",
     "headline_lines",
     "headlines",
@@ -130,6 +133,106 @@ def majority_answer(answers) -> tuple[str, float, int]:
     values, counts = np.unique(answers.astype(str), return_counts=True)
     top = int(np.argmax(counts))
     return str(values[top]), float(counts[top] / counts.sum()), int(counts.sum())
+
+
+#: The caveat of a model whose majority answer at k > 0 shots is a few-shot example's answer
+#: it did not give at 0 shots (or gives far more often): it copies the examples' letter.
+FOLLOWS_EXAMPLES = "answer follows the few-shot examples"
+#: A rise of the examples' letter's share (k shots against 0 shots) that counts as following.
+FOLLOW_RISE = 0.2
+
+# "Answer: C", "ANSWER:: C", "Answer: (C)" on a line of its own: an example's answer.
+_EXAMPLE = re.compile(r"(?im)^\W*answers?\W*:+\s*\(?([A-Z])\)?\s*$")
+
+
+def example_answers(prompt: str) -> list[str]:
+    """The answer letters of the few-shot examples written in ``prompt`` (in order).
+
+    The item's own answer cue (``Answer:`` with nothing after it) is not an example.
+
+    Examples
+    --------
+    >>> example_answers("Q: x\\nAnswer: C\\n\\nQ: y\\nANSWER:: A\\n\\nQ: z\\nAnswer:")
+    ['C', 'A']
+    """
+    return _EXAMPLE.findall(str(prompt))
+
+
+def _examples_by_shot(ds) -> dict[int, list[str]]:
+    """Per shot setting, the example letters of the run's prompts (first template)."""
+    if "prompt" not in ds.variables or "shot" not in ds.dims:
+        return {}
+    out = {}
+    for shot in ds["shot"].values:
+        prompt = ds["prompt"].sel(shot=shot)
+        if "template" in prompt.dims:
+            prompt = prompt.isel(template=0)
+        letters: list[str] = []
+        for p in np.ravel(prompt.values):
+            for a in example_answers(p):
+                if a not in letters:
+                    letters.append(a)
+        out[int(shot)] = letters
+    return out
+
+
+def answer_confound(ds) -> pd.DataFrame:
+    """The answers per model and shot setting beside the few-shot examples' answers.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run with ``prediction`` (and a ``shot`` dim for the few-shot check).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model × shot: ``majority_answer``, ``majority_share``, ``examples`` (the
+        letters the k examples answer, ``""`` at 0 shots), ``examples_share`` (the share of
+        predictions that are one of those letters), ``rise`` (that share minus the same
+        letters' share at 0 shots) and ``follows_examples``: the majority answer is an example
+        letter and it either was not the 0-shot majority answer or its share rose by at least
+        :data:`FOLLOW_RISE`.
+    """
+    examples = _examples_by_shot(ds)
+    shots = [int(s) for s in ds["shot"].values] if "shot" in ds.dims else [None]
+    rows = []
+    for model in ds["model"].values:
+        pred = ds["prediction"].sel(model=model)
+        zero = None
+        for shot in shots:
+            at = pred if shot is None else pred.sel(shot=shot)
+            answers = [str(a).strip() for a in np.ravel(at.values) if a == a and a is not None]
+            answers = [a for a in answers if a]
+            letter, share, _ = majority_answer(answers)
+            ex = examples.get(shot, []) if shot else []
+            n = max(len(answers), 1)
+            ex_share = sum(a in ex for a in answers) / n if ex else float("nan")
+            if shot == 0 or shot is None:
+                zero = (letter, answers)
+            rise = float("nan")
+            if ex and zero is not None:
+                rise = ex_share - sum(a in ex for a in zero[1]) / max(len(zero[1]), 1)
+            follows = bool(
+                ex
+                and letter in ex
+                and (
+                    zero is None or letter != zero[0] or (np.isfinite(rise) and rise >= FOLLOW_RISE)
+                )
+            )
+            rows.append(
+                {
+                    "model": str(model),
+                    "shot": shot,
+                    "majority_answer": letter,
+                    "majority_share": share,
+                    "examples": "".join(ex),
+                    "examples_share": ex_share,
+                    "rise": rise,
+                    "follows_examples": follows,
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 def above_floor(head: pd.DataFrame) -> dict[str, bool]:
@@ -273,8 +376,6 @@ def _headline(ds, shot, tau, per_sample, floor, *, n_boot, ci, seed) -> pd.DataF
     overall = table[table["order"] == "all"].set_index("model")["above_floor"]
     follows = {}
     if shot:  # k > 0 shots: does the answer letter follow the examples'?
-        from psens.ips.verdicts import FOLLOWS_EXAMPLES, answer_confound
-
         conf = answer_confound(ds)
         conf = conf[(conf["shot"] == shot) & conf["follows_examples"]]
         follows = {r.model: f"{FOLLOWS_EXAMPLES} ({r.examples})" for r in conf.itertuples()}
