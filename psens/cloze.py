@@ -57,6 +57,7 @@ __all__ = [
     "DEFAULT_ANSWER",
     "DEFAULT_CLOZE_NORM",
     "cloze_value",
+    "option_probs",
     "option_scores",
     "rescore",
 ]
@@ -103,6 +104,15 @@ def option_scores(loglik: Any, tokens: Any, nbytes: Any, norm: str = DEFAULT_CLO
         return loglik / length
 
 
+def option_probs(loglik: Any, tokens: Any, nbytes: Any, norm: str = DEFAULT_CLOZE_NORM):
+    """p̃ = softmax over the options of their normalised scores (last axis; absent options,
+    NaN, get 0), as a numpy array; the prediction is its argmax."""
+    s = np.asarray(option_scores(loglik, tokens, nbytes, norm), dtype=np.float64)
+    s = np.where(np.isnan(s), -np.inf, s)
+    e = np.exp(s - np.max(s, axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def _value(scores: np.ndarray, answer: np.ndarray) -> np.ndarray:
     """``s_y - logsumexp_{o != y} s_o`` over the last axis (NaN scores: absent options)."""
     s = np.where(np.isnan(scores), -np.inf, scores)
@@ -112,9 +122,9 @@ def _value(scores: np.ndarray, answer: np.ndarray) -> np.ndarray:
     np.put_along_axis(others, idx, -np.inf, axis=-1)
     top = np.max(others, axis=-1, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
         rest = np.log(np.sum(np.exp(others - top), axis=-1)) + top[..., 0]
-    out = own - rest
+        out = own - rest
     return np.where(np.isnan(scores).all(axis=-1), np.nan, out)
 
 
@@ -200,9 +210,10 @@ def rescore(ds, cloze_norm: str | None = None):
     ll = ds["option_loglik"]
     v = cloze_value(ll, ds["option_tokens"], ds["option_bytes"], ds["answer_option"], norm)
     full = (2 ** ds["n_vars"]) - 1  # the unmasked prompt of each sample
-    scores = option_scores(
-        ll.isel(subset=full), ds["option_tokens"], ds["option_bytes"], norm
-    ).transpose(..., _OPTION)
+    last = ll.isel(subset=full).drop_vars(["subset", "order"], errors="ignore")
+    scores = option_scores(last, ds["option_tokens"], ds["option_bytes"], norm).transpose(
+        ..., _OPTION
+    )
     filled = scores.fillna(-np.inf)
     best = filled.argmax(_OPTION)
     done = np.isfinite(filled).any(_OPTION)
