@@ -171,6 +171,8 @@ def cloze_value(
             answer,
             input_core_dims=[[_OPTION], []],
             keep_attrs=False,
+            dask="parallelized",
+            output_dtypes=[np.float64],
         )
     return _value(np.asarray(scores, dtype=np.float64), np.asarray(answer))
 

@@ -447,6 +447,7 @@ def cloze_form(template: str | Template) -> Template:
         name=t.name + CLOZE_SUFFIX,
         kind="cloze",
         options_header="",
+        option=Template.option,  # not shown: formats that differ only here are one prompt
         instruction="",
         labels="",
         answer=answer,
