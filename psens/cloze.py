@@ -62,14 +62,7 @@ __all__ = [
     "rescore",
 ]
 
-#: The answer formulations of a run (config key ``answer``): the letter of the correct option
-#: after a listing of the options (MCF, the IPS paper's), or each option's text (CF).
-ANSWERS: tuple[str, ...] = ("letter", "cloze")
-DEFAULT_ANSWER: str = "letter"
-
-#: The normalisations of the options' log-likelihoods (config key ``cloze_norm``).
-CLOZE_NORMS: tuple[str, ...] = ("sum", "token", "char")
-DEFAULT_CLOZE_NORM: str = "char"
+from psens.settings import ANSWERS, CLOZE_NORMS, DEFAULT_ANSWER, DEFAULT_CLOZE_NORM, run_settings
 
 _OPTION = "option"
 
@@ -200,7 +193,6 @@ def rescore(ds, cloze_norm: str | None = None):
     import xarray as xr
 
     from psens._validation import fail
-    from psens.settings import run_settings
 
     where = "psens.cloze.rescore"
     if "option_loglik" not in ds:

@@ -108,10 +108,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from psens._validation import check_in_interval, check_positive_int, fail
-from psens.cloze import ANSWERS, CLOZE_NORMS, DEFAULT_ANSWER
 from psens.models.loading import DTYPE_NAMES  # the one table of dtype names
 from psens.prompts import VARIABLE_RULES
-from psens.settings import DEFAULT_NORMALIZATION, DEFAULT_SOLVER, DEFAULT_TAU, NORMALIZATIONS
+from psens.settings import (
+    ANSWERS,
+    CLOZE_NORMS,
+    DEFAULT_ANSWER,
+    DEFAULT_CLOZE_NORM,
+    DEFAULT_NORMALIZATION,
+    DEFAULT_SOLVER,
+    DEFAULT_TAU,
+    NORMALIZATIONS,
+)
 
 if TYPE_CHECKING:
     from psens.models.spec import ModelSpec
@@ -251,8 +259,6 @@ class RunConfig:
     @property
     def cloze_norm_name(self) -> str:
         """The normalisation of a cloze run (``cloze_norm``, default ``"char"``)."""
-        from psens.cloze import DEFAULT_CLOZE_NORM
-
         return self.cloze_norm or DEFAULT_CLOZE_NORM
 
     @property

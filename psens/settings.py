@@ -27,10 +27,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from psens.cloze import DEFAULT_ANSWER, DEFAULT_CLOZE_NORM
 from psens.interactions.and_or import DEFAULT_SOLVER, SolverSettings
 
 __all__ = [
+    "ANSWERS",
+    "CLOZE_NORMS",
+    "DEFAULT_ANSWER",
+    "DEFAULT_CLOZE_NORM",
     "DEFAULT_NORMALIZATION",
     "DEFAULT_SOLVER",
     "DEFAULT_TAU",
@@ -50,6 +53,18 @@ DEFAULT_TAU: float = 0.1
 #: included, which then also count in the salient sets of eq. 3 (docs/paper-conventions.md).
 NORMALIZATIONS: tuple[str, ...] = ("nonempty", "all")
 DEFAULT_NORMALIZATION: str = "nonempty"
+
+#: The answer formulations of a run (config key ``answer``): the letter of the correct option
+#: after a listing of the options (MCF, the IPS paper's), or each option's text scored as a
+#: continuation (CF, :mod:`psens.cloze`).
+ANSWERS: tuple[str, ...] = ("letter", "cloze")
+DEFAULT_ANSWER: str = "letter"
+
+#: The normalisations of a cloze run's option log-likelihoods (config key ``cloze_norm``,
+#: :func:`psens.cloze.option_scores`): per byte of the option's text (lm-eval ``acc_norm``),
+#: per token, or none (lm-eval ``acc``).
+CLOZE_NORMS: tuple[str, ...] = ("sum", "token", "char")
+DEFAULT_CLOZE_NORM: str = "char"
 
 
 @dataclass(frozen=True)

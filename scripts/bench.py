@@ -173,7 +173,7 @@ def bench_canonical() -> dict:
     return r
 
 
-def bench_cloze(model: str = "smollm2-135m-instruct", n: int = 8) -> dict:
+def bench_cloze(model: str = "smollm2-135m-instruct", n: int = 8, repeats: int = 3) -> dict:
     """A cloze scoring of 4 options vs a letter scoring of the same masks, one process.
 
     SmolLM2-135M-Instruct (offline package, float32, CPU), the first ARC-Easy validation
@@ -182,7 +182,7 @@ def bench_cloze(model: str = "smollm2-135m-instruct", n: int = 8) -> dict:
     (each masked prompt once, then the options' tokens as branches of the prefix tree) +
     the cloze value, against ``Scorer.value`` under ``ips1`` (the letter prompt, which also
     lists the options). Target: the cloze scoring costs at most 1.6x the letter one (ratio
-    letter / cloze >= 1 / 1.6). Best of three interleaved repeats.
+    letter / cloze >= 1 / 1.6). Best of ``repeats`` interleaved repeats.
     """
     from psens import datasets, models, prompts
     from psens.cloze import cloze_value
@@ -209,7 +209,7 @@ def bench_cloze(model: str = "smollm2-135m-instruct", n: int = 8) -> dict:
 
     cloze(), letter()  # warm-up
     ours, theirs = [], []
-    for _ in range(3):
+    for _ in range(repeats):
         t = time.perf_counter()
         cloze()
         ours.append(time.perf_counter() - t)
