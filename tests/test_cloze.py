@@ -319,10 +319,12 @@ def test_cloze_ips_run_on_arc_easy_end_to_end(tmp_path):
         "cloze_norm": "token",
         "generate": False,
         "threads": 1,
+        "noise_floor": "bfloat16",
     }
     psens.run(cfg, quiet=True, progress=False)
     ds = psens.open_run(cfg["store"])
     assert (ds["status"].values == store.DONE).all(), ds["error"].values
+    assert np.isfinite(ds["v_floor"].values[~np.isnan(ds["v"].values)]).all()
     assert list(ds["template"].values) == ["cloze", "ips2-cloze", "ips3-cloze"]
     assert (ds.attrs["answer"], ds.attrs["cloze_norm"]) == ("cloze", "token")
     for s, item in enumerate(psens.runner.select_items(RunConfig.from_dict(cfg))):
@@ -339,3 +341,14 @@ def test_cloze_ips_run_on_arc_easy_end_to_end(tmp_path):
     assert np.isfinite(per_sample.values).all()
     settings = psens.settings.run_settings(ds)
     assert (settings.answer, settings.cloze_norm) == ("cloze", "token")
+    # predictions only (n_vars = 0): the unmasked prompts' options, the same answers
+    only = {**cfg, "store": str(tmp_path / "p.zarr"), "n_vars": 0, "noise_floor": False}
+    pred = psens.run(only, quiet=True, progress=False)
+    assert pred["option_loglik"].sizes["subset"] == 1
+    np.testing.assert_array_equal(pred["prediction"].values, ds["prediction"].values)
+    full = ds["option_loglik"].isel(subset=(2 ** ds["n_vars"]) - 1).drop_vars(["subset", "order"])
+    np.testing.assert_allclose(
+        pred["option_loglik"].isel(subset=0).drop_vars(["subset", "order"]).values,
+        full.values,
+        atol=1e-5,
+    )
