@@ -328,14 +328,6 @@ class RunConfig:
         names = self.model_names  # every entry checked and resolved (ModelSpec.from_entry)
         if len(set(names)) != len(names):
             fail(WHERE, "'models' lists a model twice", "Remove the duplicate")
-        served = [spec.name for spec in self.model_specs if spec.is_served]
-        if self.answer == "cloze" and served:
-            fail(
-                WHERE,
-                f'answer = "cloze" but {served[0]!r} is a served model: psens scores the '
-                "options' continuations of local models only",
-                'Use a local model for cloze runs, or answer = "letter"',
-            )
         names = self._listed_templates
         _check_unique(names, "templates")
         if isinstance(self.samples, list | tuple):

@@ -233,19 +233,6 @@ def _base(tmp_path, **extra):
         ({"templates": ["ips1", "ips5"]}, "'ips1-cloze' and 'ips5-cloze' render the same"),
         ({"answer": "letter", "templates": ["ips1", "cloze"]}, "'cloze' is a cloze prompt"),
         ({"templates": ["open", "ips1"]}, "'open' is an open-ended template"),
-        (
-            {
-                "models": [
-                    {
-                        "name": "s",
-                        "base_url": "http://127.0.0.1:9",
-                        "model": "m",
-                        "tokenizer": "smollm2-135m-instruct",
-                    }
-                ]
-            },
-            "'s' is a served model",
-        ),
     ],
 )
 def test_bad_cloze_configs_are_refused_before_the_store(

@@ -20,6 +20,10 @@ tokens of ``tokenizer(prompt)``; if the tokenizer merges across the boundary (th
 prompt's tokens are not a prefix), the first token of ``tokenizer(" B")`` without
 special tokens is used instead.
 
+Cloze prompts (:func:`psens.prompts.cloze_form`, ``answer = "cloze"``): the options are not
+shown; :meth:`Scorer.choice_logprobs` gives each option's summed log-likelihood as the
+continuation of each masked prompt, and :mod:`psens.cloze` turns them into v.
+
 Open-ended items (IPS paper, appendix K): the target is the model's own
 greedy response to the unmasked prompt, its first ``m`` tokens (default 8), and v is
 the mean over those tokens of the per-token log-odds under teacher forcing
@@ -886,13 +890,10 @@ class Scorer:
         valid = np.arange(width)[None, :] < sizes[:, None]  # (options, width)
         logp = np.empty((len(uniq), n_opt, width), dtype=np.float64)
         with torch.inference_mode():
-            if method == "naive":
+            if method == "naive":  # each (masked prompt, option) in one pass
                 for i, r in enumerate(uniq):
                     for o, c in enumerate(conts):
-                        full = np.concatenate([r, c[:-1]])
-                        logits = self._forward(full[None, :], None, keep=0).logits[:, -len(c) :]
-                        own = torch.as_tensor(c[None, :], device=self.device)
-                        logp[i, o, : len(c)] = target_log_probs(logits, own)[0].cpu().numpy()
+                        logp[i, o, : len(c)] = self._score_naive([r], c)[0]
             else:
 
                 def expand(block: np.ndarray):
