@@ -173,7 +173,7 @@ def bench_canonical() -> dict:
     return r
 
 
-def bench_cloze(model: str = "smollm2-135m-instruct", n: int = 8, repeats: int = 3) -> dict:
+def bench_cloze(model: str = "smollm2-135m-instruct", n: int = 6, repeats: int = 3) -> dict:
     """A cloze scoring of 4 options vs a letter scoring of the same masks, one process.
 
     SmolLM2-135M-Instruct (offline package, float32, CPU), the first ARC-Easy validation
