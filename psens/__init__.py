@@ -5,7 +5,8 @@ the centre; its numerical core is :mod:`psens.interactions`), :mod:`psens.pss` (
 :mod:`psens.eas` (heuristic vs judge) and :mod:`psens.dbsa` (distribution-based token
 sensitivity). Shared layers below them: :mod:`psens.datasets`, :mod:`psens.prompts`,
 :mod:`psens.variants`, :mod:`psens.models`, :mod:`psens.backends`, :mod:`psens.store`,
-:mod:`psens.runner`.
+:mod:`psens.runner`; :mod:`psens.cloze` scores options as continuations (the cloze
+formulation of a run).
 
 ``import psens`` loads neither torch nor any UI library; submodules that need them
 import them lazily and name the extra to install when it is missing.
@@ -21,7 +22,7 @@ import sys as _sys
 # an explicit OMP_WAIT_POLICY in the environment wins.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from psens import datasets, formats, interactions, ips, models, prompts
+from psens import cloze, datasets, formats, interactions, ips, models, prompts
 from psens._version import __version__
 from psens.config import RunConfig, load_config
 from psens.interactions import (
@@ -55,6 +56,7 @@ __all__ = [
     "SolverSettings",
     "__version__",
     "and_or",
+    "cloze",
     "datasets",
     "factors",
     "formats",

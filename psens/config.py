@@ -85,6 +85,18 @@ Keys
 ``normalization``   what the min-max normalisation of a game spans: ``"nonempty"``
                     (default: S ≠ ∅, v(∅) is the bias) or ``"all"`` (all 2^(n+1) effects,
                     ∅ included; :func:`psens.ips.metric.normalize`)
+``answer``          ``"letter"`` (default: the letter of the correct option after a listing
+                    of the options, the IPS paper's formulation) or ``"cloze"``: the
+                    templates' cloze forms (their wording without the options,
+                    :func:`psens.prompts.cloze_form`; a format space in cloze, without
+                    its enumeration), each option's text scored as a continuation and v
+                    the log-odds of the correct option among the options
+                    (:mod:`psens.cloze`, docs/answer-formulations.md)
+``cloze_norm``      a cloze run's normalisation of the options' log-likelihoods: ``"char"``
+                    (default: per byte of the option's text, lm-eval ``acc_norm``),
+                    ``"token"`` (mean per token) or ``"sum"`` (lm-eval ``acc``); the
+                    store keeps the raw log-likelihoods, so :func:`psens.cloze.rescore`
+                    gives the others without a model
 ``preset``          ``"paper"``: the IPS paper's own choices (:data:`PRESETS`) for every key
                     the config does not set itself — explicit keys win; recorded in the
                     store attrs (``preset``). docs/paper-conventions.md lists each choice,
@@ -108,7 +120,16 @@ from typing import TYPE_CHECKING, Any
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.models.loading import DTYPE_NAMES  # the one table of dtype names
 from psens.prompts import VARIABLE_RULES
-from psens.settings import DEFAULT_NORMALIZATION, DEFAULT_SOLVER, DEFAULT_TAU, NORMALIZATIONS
+from psens.settings import (
+    ANSWERS,
+    CLOZE_NORMS,
+    DEFAULT_ANSWER,
+    DEFAULT_CLOZE_NORM,
+    DEFAULT_NORMALIZATION,
+    DEFAULT_SOLVER,
+    DEFAULT_TAU,
+    NORMALIZATIONS,
+)
 
 if TYPE_CHECKING:
     from psens.models.spec import ModelSpec
@@ -180,6 +201,8 @@ class RunConfig:
     variables: str = "psens"
     shots_from: str = "dataset"
     normalization: str = DEFAULT_NORMALIZATION
+    answer: str = DEFAULT_ANSWER
+    cloze_norm: str | None = None
     preset: str | None = None
 
     # ----------------------------------------------------------------- construction
@@ -230,7 +253,28 @@ class RunConfig:
 
     @property
     def template_names(self) -> list[str]:
-        """The templates to run, with a set name expanded."""
+        """The templates to run, with a set name expanded; in a cloze run, their cloze
+        forms (``"ips1-cloze"``; a cloze template such as ``"cloze"`` as it is)."""
+        from psens import prompts
+
+        names = self._listed_templates
+        if self.answer != "cloze":
+            return names
+        return [
+            n
+            if n in prompts.TEMPLATES and prompts.TEMPLATES[n].kind == "cloze"
+            else n + prompts.CLOZE_SUFFIX
+            for n in names
+        ]
+
+    @property
+    def cloze_norm_name(self) -> str:
+        """The normalisation of a cloze run (``cloze_norm``, default ``"char"``)."""
+        return self.cloze_norm or DEFAULT_CLOZE_NORM
+
+    @property
+    def _listed_templates(self) -> list[str]:
+        """The templates as the config names them, with a set name expanded."""
         if self.templates == "prosa":
             from psens.pss.published import PUBLISHED_KEYS, register_published
 
@@ -253,7 +297,7 @@ class RunConfig:
         """The :class:`psens.formats.Format` points of a format-space ``templates``, or None."""
         t = self.templates
         if isinstance(t, dict) or (isinstance(t, list | tuple) and t and isinstance(t[0], dict)):
-            return _formats(json.dumps(t, sort_keys=True))
+            return _formats(json.dumps(t, sort_keys=True), self.answer)
         return None
 
     @property
@@ -262,7 +306,10 @@ class RunConfig:
         formats = self.formats
         if formats is None:
             return None
-        return {k: [f.coords[k] for f in formats] for k in formats[0].coords}
+        from psens.formats.grammar import CLOZE_HIDDEN
+
+        hidden = CLOZE_HIDDEN if self.answer == "cloze" else ()  # a cloze prompt does not show
+        return {k: [f.coords[k] for f in formats] for k in formats[0].coords if k not in hidden}
 
     def check(self) -> None:
         """Cheap checks that need no model and no dataset (the runner loads the items next).
@@ -292,7 +339,7 @@ class RunConfig:
         names = self.model_names  # every entry checked and resolved (ModelSpec.from_entry)
         if len(set(names)) != len(names):
             fail(WHERE, "'models' lists a model twice", "Remove the duplicate")
-        names = self.template_names
+        names = self._listed_templates
         _check_unique(names, "templates")
         if isinstance(self.samples, list | tuple):
             _check_unique(self.samples, "samples")
@@ -306,6 +353,7 @@ class RunConfig:
                     f"Use a set name {sorted(TEMPLATE_SETS)} or templates from "
                     f"{sorted(prompts.TEMPLATES)}",
                 )
+        self._check_answer(names)
         rewritten = [t for t in names if prompts.rewrite_of(t)]
         if rewritten and self.perturbations is None:
             fail(
@@ -403,15 +451,31 @@ class RunConfig:
                 )
 
     def _check_choices(self) -> None:
-        """``variables``, ``shots_from`` and ``normalization`` name known choices."""
+        """``variables``, ``shots_from``, ``normalization``, ``answer`` and ``cloze_norm``
+        name known choices."""
         for key, known in (
             ("variables", VARIABLE_RULES),
             ("shots_from", SHOT_SOURCES),
             ("normalization", NORMALIZATIONS),
+            ("answer", ANSWERS),
         ):
             value = getattr(self, key)
-            if value not in known:
+            if not isinstance(value, str) or value not in known:
                 fail(WHERE, f"{key} = {value!r} is not known", f"Use one of {list(known)}")
+        if self.cloze_norm is not None:
+            if not isinstance(self.cloze_norm, str) or self.cloze_norm not in CLOZE_NORMS:
+                fail(
+                    WHERE,
+                    f"cloze_norm = {self.cloze_norm!r} is not known",
+                    f"Use one of {list(CLOZE_NORMS)}",
+                )
+            if self.answer != "cloze":
+                fail(
+                    WHERE,
+                    f'cloze_norm = {self.cloze_norm!r} but answer = "{self.answer}": it '
+                    "normalises the options' scores of cloze runs",
+                    'Set answer = "cloze", or drop cloze_norm',
+                )
         from psens.prompts import PAPER_SHOTS
 
         n_paper = len(PAPER_SHOTS)
@@ -422,6 +486,34 @@ class RunConfig:
                 '(shots_from = "paper")',
                 f'Use shot counts <= {n_paper}, or shots_from = "dataset"',
             )
+
+    def _check_answer(self, names: list[str]) -> None:
+        """The listed templates fit the answer formulation: a letter run lists no cloze
+        template; a cloze run lists templates that have a cloze form (multiple-choice,
+        not a fixed layout)."""
+        from psens import prompts
+
+        if self.formats is not None:
+            return
+        for n in names:
+            if n not in prompts.TEMPLATES:
+                return  # reported as unknown next
+            t = prompts.TEMPLATES[n]
+            if self.answer != "cloze" and t.kind == "cloze":
+                fail(
+                    WHERE,
+                    f"template {n!r} is a cloze prompt (the options are not shown) but "
+                    f'answer = "{self.answer}"',
+                    'Set answer = "cloze" (the templates are shown in cloze form)',
+                )
+            if self.answer == "cloze" and ((t.kind != "mcq" and t.kind != "cloze") or t.layout):
+                what = "an open-ended template" if t.kind == "open" else "a fixed layout"
+                fail(
+                    WHERE,
+                    f'answer = "cloze" but template {n!r} is {what}: it has no cloze form',
+                    'Use multiple-choice templates (templates = "ips5", "cloze", a format '
+                    'space), or answer = "letter"',
+                )
 
     @property
     def predictions_only(self) -> bool:
@@ -607,9 +699,13 @@ class RunConfig:
             ("variables", "psens"),
             ("shots_from", "dataset"),
             ("normalization", DEFAULT_NORMALIZATION),
+            ("answer", DEFAULT_ANSWER),
+            ("cloze_norm", None),
         ):
             if d[k] == default:  # absent at the default: older stores keep their hash
                 d.pop(k)
+        if self.answer == "cloze":  # the default normalisation named or not: one run
+            d["cloze_norm"] = self.cloze_norm_name
         d.pop("noise_floor")  # absent without a floor: older stores keep their hash
         if d.pop("perturbations") is not None:  # absent without: older stores keep their hash
             d["perturbations"] = hashlib.sha256(Path(self.perturbations).read_bytes()).hexdigest()
@@ -634,11 +730,12 @@ DEVICES = ("cpu", "cuda", "mps", "auto")
 
 
 @functools.lru_cache(maxsize=32)
-def _formats(spec: str) -> list:
-    """The formats of a ``templates`` format space (cached: sampling is deterministic)."""
+def _formats(spec: str, answer: str = DEFAULT_ANSWER) -> list:
+    """The formats of a ``templates`` format space (cached: sampling is deterministic); in
+    a cloze run, distinct in their cloze forms."""
     from psens.formats import formats_from_spec
 
-    return formats_from_spec(json.loads(spec), WHERE)
+    return formats_from_spec(json.loads(spec), WHERE, answer if answer in ANSWERS else "letter")
 
 
 def _wrong_type(key: str, value: Any, expected: str) -> None:

@@ -24,10 +24,19 @@ Perturbation kinds (appendix G): *altering* tokens (changing case or a symbol) v
 *adding* tokens (``:`` → ``::``). Each template lists its ``changes`` relative to
 ``ips1``; :func:`pair_perturbation` gives the kind of any pair.
 
+Cloze templates
+---------------
+A template of kind ``"cloze"`` shows the question without its options, and each option's
+text is scored as the continuation of the prompt (lm-evaluation-harness's ``arc_easy`` /
+``piqa`` prompt; Gu et al. 2024, OLMES). :func:`cloze_form` turns any template into its
+cloze form (``"ips1-cloze"``: its wording, the options header, option lines and
+instruction dropped); ``"cloze"`` is lm-eval's ``"Question: {question}\nAnswer:"``
+(docs/answer-formulations.md).
+
 Input variables
 ---------------
 Words of the question and the options; template words are background (E.5). See
-:func:`variables`.
+:func:`variables` (in a cloze prompt only the question's words: the options are not shown).
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ from psens.datasets import Item
 
 __all__ = [
     "CHANGE_KINDS",
+    "CLOZE_SUFFIX",
     "FEW_SHOT_INSTRUCTION",
     "LABEL_STYLES",
     "MAX_VARIABLES",
@@ -56,6 +66,8 @@ __all__ = [
     "Rendered",
     "Template",
     "Variable",
+    "check_cloze_item",
+    "cloze_form",
     "get_template",
     "option_labels",
     "pair_perturbation",
@@ -145,7 +157,10 @@ class Template:
         Must contain ``{context}``; used when ``item.context`` is not empty.
     header : str
         Text before everything (instruction templates).
-    kind : {"mcq", "open"}
+    kind : {"mcq", "open", "cloze"}
+        ``"cloze"``: the options are not shown; each option's text, preceded by
+        ``answer_prefix`` (the target delimiter, lm-eval's ``target_delimiter``), is scored
+        as a continuation (:func:`cloze_form`, :meth:`psens.models.Scorer.choice_logprobs`).
     changes : tuple of str
         Elementary changes relative to ``ips1`` (keys of :data:`CHANGE_KINDS`).
     layout : str
@@ -194,8 +209,8 @@ class Template:
             )
         if "{question}" not in self.question:
             fail(where, "question has no {question} field", 'Use e.g. "Question: {question}"')
-        if self.kind not in ("mcq", "open"):
-            fail(where, f"kind={self.kind!r} is not known", "Use 'mcq' or 'open'")
+        if self.kind not in ("mcq", "open", "cloze"):
+            fail(where, f"kind={self.kind!r} is not known", "Use 'mcq', 'open' or 'cloze'")
         if self.kind == "mcq" and not ("{label}" in self.option and "{text}" in self.option):
             fail(where, "option needs {label} and {text} fields", 'Use e.g. "{label}.{text}"')
         if "{context}" not in self.context:
@@ -372,6 +387,104 @@ register(
 )
 
 
+#: The name of a template's cloze form: ``"ips1"`` -> ``"ips1-cloze"`` (:func:`cloze_form`).
+CLOZE_SUFFIX = "-cloze"
+
+#: Changes (:data:`CHANGE_KINDS`) that only touch the option lines: a cloze prompt, which
+#: does not show the options, cannot show them.
+_OPTION_CHANGES = frozenset({"paren-marker"})
+
+
+def cloze_form(template: str | Template) -> Template:
+    """The cloze form of a multiple-choice template: its wording without the options.
+
+    The options header, the option lines and the instruction (which names the labels) are
+    dropped; the question, context, header, separators and answer slot are kept, and each
+    option's text follows the answer slot as a continuation, preceded by ``answer_prefix``
+    (the target delimiter, a space by default). A slot that ends in whitespace with no
+    prefix (``"Answer: "``, a format with number labels) gives that whitespace to the
+    prefix. The form is named ``<name>-cloze`` (:data:`CLOZE_SUFFIX`) and
+    :func:`get_template` builds it from that name; ``ips5`` (option markers ``A)``) has the
+    same cloze form as ``ips1``. A cloze template is returned as it is.
+
+    References
+    ----------
+    .. [1] Gu, Y., Tafjord, O., Kuehl, B., Haddad, D., Dodge, J., and Hajishirzi, H.
+       "OLMES: A Standard for Language Model Evaluations." arXiv:2406.08446, 2024.
+
+    Examples
+    --------
+    >>> from psens.datasets import Item
+    >>> it = Item("x", "Which one does NOT lay eggs?", (("A", "chickens"), ("B", "dogs")), "B")
+    >>> print(render(it, "ips2-cloze"))
+    Question: Which one does NOT lay eggs?
+    ANSWER:
+    >>> render_spans(it, "ips2-cloze").target
+    ' dogs'
+    """
+    where = "psens.prompts.cloze_form"
+    t = get_template(template)
+    if t.kind == "cloze":
+        return t
+    if t.kind != "mcq":
+        fail(
+            where,
+            f"template {t.name!r} is for open-ended items",
+            "Cloze scores the options of multiple-choice items: use an MCQ template",
+        )
+    if t.layout:
+        fail(
+            where,
+            f"template {t.name!r} is a fixed layout that lists the options",
+            "Use a template built from parts (ips1 ... ips5, a format) or 'cloze'",
+        )
+    answer, prefix = t.answer, t.answer_prefix
+    stripped = answer.rstrip()
+    if stripped and stripped != answer and not prefix:
+        answer, prefix = stripped, answer[len(stripped) :]
+    return dataclasses.replace(
+        t,
+        name=t.name + CLOZE_SUFFIX,
+        kind="cloze",
+        options_header="",
+        option=Template.option,  # not shown: formats that differ only here are one prompt
+        instruction="",
+        labels="",
+        answer=answer,
+        answer_prefix=prefix,
+        changes=tuple(c for c in t.changes if c not in _OPTION_CHANGES),
+        description=f"{t.description or t.name}; cloze form (the options are not shown)",
+    )
+
+
+def check_cloze_item(item: Item, where: str = "psens.prompts") -> None:
+    """Refuse an item whose options cannot be scored as continuations: no options, an empty
+    option, or two options whose texts are the same (they would score identically)."""
+    if not item.options:
+        fail(
+            where,
+            f"item {item.id!r} has no options: a cloze prompt scores each option's text",
+            'Use a multiple-choice dataset with answer = "cloze", or answer = "letter"',
+        )
+    seen: dict[str, str] = {}
+    for label, text in item.options:
+        if not str(text).strip():
+            fail(
+                where,
+                f"option {label!r} of item {item.id!r} is empty: it has no text to score",
+                "Drop the item from 'samples'",
+            )
+        key = str(text).strip()
+        if key in seen:
+            fail(
+                where,
+                f"options {seen[key]!r} and {label!r} of item {item.id!r} have the same text "
+                f"({key!r}): as continuations they score identically",
+                "Drop the item from 'samples'",
+            )
+        seen[key] = label
+
+
 #: Families of templates named by a prefix and built from the name on demand
 #: (``"fmt-"``: the points of :mod:`psens.formats`, registered by that package).
 RESOLVERS: dict[str, Callable[[str], Template]] = {}
@@ -408,9 +521,13 @@ def rewrite_of(template: str | Template) -> str | None:
 
 def get_template(template: str | Template) -> Template:
     """Look a template up by name (or pass a :class:`Template` through); a name of a
-    family in :data:`RESOLVERS` (a format id ``fmt-…``) is built from the name."""
+    family in :data:`RESOLVERS` (a format id ``fmt-…``) is built from the name, and so is
+    the cloze form ``<name>-cloze`` of any multiple-choice template (:func:`cloze_form`)."""
     if isinstance(template, Template):
         return template
+    name = str(template)
+    if name not in TEMPLATES and name.endswith(CLOZE_SUFFIX) and len(name) > len(CLOZE_SUFFIX):
+        return cloze_form(get_template(name[: -len(CLOZE_SUFFIX)]))
     if template not in TEMPLATES:
         for prefix, resolve in RESOLVERS.items():
             if str(template).startswith(prefix):
@@ -423,6 +540,21 @@ def get_template(template: str | Template) -> Template:
             KeyError,
         )
     return TEMPLATES[template]
+
+
+register(
+    Template(
+        "cloze",
+        kind="cloze",
+        options_header="",
+        description=(
+            "lm-evaluation-harness's ARC / PIQA / SciQ prompt 'Question: {question}\\nAnswer:'"
+            " (PIQA's goal is the question); each option's text is scored as a continuation"
+        ),
+    )
+)
+for _name in ("ips1", "ips2", "ips3", "ips4", "ips5"):
+    register(cloze_form(_name))
 
 
 def pair_perturbation(a: str | Template, b: str | Template) -> str:
@@ -439,8 +571,9 @@ class Rendered:
     """A rendered prompt and where the item's fields sit in it.
 
     ``fields`` maps ``"question"`` and ``"option:<label>"`` to the character offset of
-    that field's text in ``text``. ``target`` is the answer text as it follows the
-    prompt (``" B"``; empty for open-ended items).
+    that field's text in ``text`` (a cloze prompt has no option fields). ``target`` is the
+    answer text as it follows the prompt (``" B"``; a cloze prompt: the answer's own text,
+    ``" dogs"``; empty for open-ended items).
     """
 
     text: str
@@ -546,6 +679,8 @@ def _check_item(item: Item, t: Template, where: str) -> None:
             f"template {t.name!r} is for multiple-choice items but item {item.id!r} has no options",
             "Use the 'open' template for open-ended items",
         )
+    if t.kind == "cloze":
+        check_cloze_item(item, where)
     labels = tuple(lab for lab, _ in item.options or ())
     if t.layout and labels != t.option_labels:
         fail(
@@ -567,7 +702,9 @@ def render_spans(
     """Render ``item`` with ``template`` and return the text with its field offsets.
 
     Few-shot prompts (fig. 16): an instruction line, ``Example:``, the shots each
-    rendered with the same template and followed by their answer, then the item.
+    rendered with the same template and followed by their answer, then the item. A cloze
+    template (lm-eval's few-shot prompt) has no instruction: the shots, each followed by
+    its answer's text, and the item, a blank line apart.
     """
     where = "psens.prompts.render"
     t = get_template(template)
@@ -583,16 +720,20 @@ def render_spans(
         for s in shots:
             _check_item(s, t, where)
         _check_shots(item, shots, where)
-        if instruction is None:
-            k = len(item.options)
-            instruction = FEW_SHOT_INSTRUCTION.format(n_options=_NUMBER_WORDS.get(k, str(k)))
         examples = []
         for s in shots:
             text, _ = _block(s, t, 0)
             examples.append(text + t.answer_prefix + _answer_text(s, t))
-        prefix = instruction + "\nExample:\n" + "\n\n".join(examples) + "\n\n"
+        if t.kind == "cloze" and instruction is None:
+            # lm-eval's few-shot prompt: the examples with their answers' text, "\n\n" apart
+            prefix = "\n\n".join(examples) + "\n\n"
+        else:
+            if instruction is None:
+                k = len(item.options)
+                instruction = FEW_SHOT_INSTRUCTION.format(n_options=_NUMBER_WORDS.get(k, str(k)))
+            prefix = instruction + "\nExample:\n" + "\n\n".join(examples) + "\n\n"
     text, fields = _block(item, t, len(prefix))
-    target = t.answer_prefix + _answer_text(item, t) if t.kind == "mcq" else ""
+    target = t.answer_prefix + _answer_text(item, t) if t.kind != "open" else ""
     return Rendered(prefix + text, fields, target, t.name)
 
 
@@ -610,6 +751,8 @@ def _check_shots(item: Item, shots: Sequence[Item], where: str) -> None:
 
 
 def _answer_text(item: Item, t: Template) -> str:
+    if t.kind == "cloze":  # the answer's own text
+        return dict(item.options)[item.answer]
     return option_labels(item, t)[item.answer] if t.kind == "mcq" else item.answer
 
 
@@ -849,9 +992,16 @@ def _word_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _segments(item: Item) -> list[_Word]:
+def _fields(item: Item, options: bool = True) -> dict[str, str]:
+    """The texts whose words can be variables: the question, and the options unless not
+    ``options`` (a cloze prompt does not show them)."""
+    shown = item.options if options else ()
+    return {"question": item.question, **{f"option:{lab}": txt for lab, txt in shown}}
+
+
+def _segments(item: Item, options: bool = True) -> list[_Word]:
     out: list[_Word] = []
-    fields = [("question", item.question)] + [(f"option:{lab}", txt) for lab, txt in item.options]
+    fields = list(_fields(item, options).items())
     for name, text in fields:
         for start, end in _word_spans(text):
             word = unicodedata.normalize("NFC", text[start:end])
@@ -912,6 +1062,7 @@ def variables(
     content_only: bool = False,
     max_variables: int = MAX_VARIABLES,
     rule: str = "psens",
+    options: bool = True,
 ) -> list[Variable]:
     """The input variables of ``item`` (words of its question and options).
 
@@ -954,6 +1105,10 @@ def variables(
         sparse interactions (:mod:`psens.ips.sparse`) allow up to 64.
     rule : {"psens", "paper"}
         Which selection (:data:`VARIABLE_RULES`; see above).
+    options : bool
+        Whether the options' words are candidates (default). False: the question's words
+        only, for cloze prompts, which do not show the options (their text is what is
+        scored).
 
     Returns
     -------
@@ -972,8 +1127,8 @@ def variables(
     if rule not in VARIABLE_RULES:
         fail(where, f"rule={rule!r} is unknown", f"Use one of {list(VARIABLE_RULES)}")
     item.check(where)
-    words = _segments(item)
-    text_of = {"question": item.question, **{f"option:{lab}": t for lab, t in item.options}}
+    words = _segments(item, options)
+    text_of = _fields(item, options)
     paper_mcq = rule == "paper" and item.is_mcq
     if rule == "paper":  # §3.2: every word of an MCQ item; K.2: content words of the rest
         content_only = not item.is_mcq

@@ -191,6 +191,13 @@ def _check_templates_fit(items, templates: Sequence[str], dataset: str) -> None:
                     f"({dataset} is a multiple-choice dataset)",
                     'Use the MCQ templates (templates = "ips5") for this dataset',
                 )
+            if kind == "cloze" and not it.is_mcq:
+                fail(
+                    "psens config",
+                    f'answer = "cloze" but item {it.id!r} has no options ({dataset} is '
+                    "open-ended): a cloze prompt scores each option's text",
+                    'Use a multiple-choice dataset, or answer = "letter"',
+                )
             if kind == "mcq" and not it.is_mcq:
                 fail(
                     "psens config",
@@ -198,6 +205,23 @@ def _check_templates_fit(items, templates: Sequence[str], dataset: str) -> None:
                     f"options ({dataset} is open-ended)",
                     "Use templates written for open-ended items (kind 'open')",
                 )
+
+
+def _check_distinct_prompts(rendered: np.ndarray, templates: Sequence[str]) -> None:
+    """Refuse two templates whose prompts are the same for every item (a cloze prompt does
+    not show the option markers that tell ``ips5`` from ``ips1``): their IPS would be 0 by
+    construction."""
+    seen: dict[tuple, str] = {}
+    for t, name in enumerate(templates):
+        key = tuple(str(x) for x in rendered[..., t].ravel())
+        if key in seen:
+            fail(
+                "psens config",
+                f"templates {seen[key]!r} and {name!r} render the same prompts in cloze form "
+                "(what tells them apart is in the option lines, which it does not show)",
+                f"Drop {name.removesuffix('-cloze')!r} from 'templates'",
+            )
+        seen[key] = name
 
 
 class Plan:
@@ -219,11 +243,21 @@ class Plan:
                 for t in cfg.template_names
             ]
         _check_templates_fit(self.items, self.templates, cfg.dataset)
+        self.cloze = cfg.answer == "cloze"
+        if self.cloze:
+            for it in self.items:
+                prompts.check_cloze_item(it, "psens config")
         self.variables = (
             [
                 []
                 if cfg.predictions_only
-                else prompts.variables(it, n_max=cfg.n_vars, seed=cfg.seed, rule=cfg.variables)
+                else prompts.variables(
+                    it,
+                    n_max=cfg.n_vars,
+                    seed=cfg.seed,
+                    rule=cfg.variables,
+                    options=not self.cloze,  # a cloze prompt shows the question only
+                )
                 for it in self.items
             ]
             if self.versions is None
@@ -250,6 +284,22 @@ class Plan:
             prompts.render_spans(it, self.templates[0]).target if it.is_mcq else it.answer
             for it in self.items
         ]
+        if self.cloze:
+            _check_distinct_prompts(self.prompts, self.templates)
+
+    @property
+    def n_options(self) -> int:
+        """The most options of an item (the ``option`` dim of a cloze run)."""
+        return max(len(it.options) for it in self.items)
+
+    def cloze_coords(self) -> dict[str, list]:
+        """Per item its option labels, its options' UTF-8 bytes and the position of its
+        answer (:func:`psens.store.build`'s ``cloze``)."""
+        return {
+            "labels": [[lab for lab, _ in it.options] for it in self.items],
+            "bytes": [[len(text.encode("utf-8")) for _, text in it.options] for it in self.items],
+            "answer": [[lab for lab, _ in it.options].index(it.answer) for it in self.items],
+        }
 
     def version(self, sample: int, template: str) -> tuple[Any, list]:
         """The item and variables a template shows for a sample: the item itself, or (with
@@ -638,16 +688,24 @@ def compute_block(scorer, plan: Plan, sample: int, *, floor_scorer=None) -> dict
     hidden = None
     if cfg.predictions_only:
         return _predict_block(scorer, plan, sample)
+    cloze = _ClozeCells(plan, sample, masks) if plan.cloze else None
     for h, k in enumerate(plan.shot_keys):
         shots = plan.shots[k]
         for t, name in enumerate(plan.templates):
             shown, shown_vars = plan.version(sample, name)  # a rewrite with perturbations
-            v[h, t] = scorer.value(
-                shown, name, masks, shots=shots, variables=shown_vars, progress=False
-            )
-            if v_floor is not None:
-                v_floor[h, t] = floor_scorer.value(
+            if cloze is not None:
+                v[h, t] = cloze.score(scorer, h, t, shown, name, shots, shown_vars)
+            else:
+                v[h, t] = scorer.value(
                     shown, name, masks, shots=shots, variables=shown_vars, progress=False
+                )
+            if v_floor is not None:
+                v_floor[h, t] = (
+                    floor_scorer.value(
+                        shown, name, masks, shots=shots, variables=shown_vars, progress=False
+                    )
+                    if cloze is None
+                    else cloze.score(floor_scorer, h, t, shown, name, shots, shown_vars, keep=False)
                 )
             pred = scorer.predict(
                 shown, name, shots=shots, generate=cfg.generate, max_new_tokens=cfg.max_new_tokens
@@ -655,6 +713,8 @@ def compute_block(scorer, plan: Plan, sample: int, *, floor_scorer=None) -> dict
             p_target[h, t], confidence[h, t] = pred.p_target, pred.confidence
             correct[h, t] = _correct(cfg, item, pred)
             prediction[h, t] = pred.choice if pred.choice is not None else pred.text
+            if cloze is not None:  # the best option's text on the unmasked prompt
+                prediction[h, t], correct[h, t], p_target[h, t] = cloze.answer(h, t)
             generated[h, t] = pred.text
             if hidden is None:
                 hidden = np.zeros((n_h, n_t, pred.hidden.shape[-1]))
@@ -691,6 +751,7 @@ def compute_block(scorer, plan: Plan, sample: int, *, floor_scorer=None) -> dict
         "hidden_l2": l2,
         "matching_error": np.float64(err),
         "error": np.asarray("", dtype=object),
+        **({} if cloze is None else cloze.block(size_max)),
     }
     if v_floor is not None:
         from psens.ips.floor import floor_bands
@@ -737,6 +798,60 @@ def _correct(cfg: RunConfig, item, pred) -> float:
     return float("nan") if got.status == "error" else float(got.passed)
 
 
+class _ClozeCells:
+    """The cloze formulation's numbers of one block: per (shot, template) the options'
+    log-likelihoods on every mask and their continuations' tokens, v from them
+    (:func:`psens.cloze.cloze_value`, the run's ``cloze_norm``) and the answer on the
+    unmasked prompt (the last mask)."""
+
+    def __init__(self, plan: Plan, sample: int, masks: np.ndarray | None) -> None:
+        item = plan.items[sample]
+        coords = plan.cloze_coords()
+        self.labels = coords["labels"][sample]
+        self.nbytes = np.asarray(coords["bytes"][sample], dtype=np.float64)
+        self.answer_at = coords["answer"][sample]
+        self.norm = plan.cfg.cloze_norm_name
+        self.masks = masks
+        n_h, n_t, k = len(plan.shot_keys), len(plan.templates), len(item.options)
+        rows = 1 if masks is None else len(masks)
+        self.loglik = np.full((n_h, n_t, rows, k), np.nan)
+        self.tokens = np.full((n_h, n_t, k), np.nan)
+        self.n_options = plan.n_options
+
+    def score(self, scorer, h, t, shown, name, shots, variables, keep: bool = True):
+        """v of every mask (``keep``: the block's own scoring, stored; False: the noise
+        floor's second scoring)."""
+        from psens.cloze import cloze_value
+
+        ll = scorer.choice_logprobs(
+            shown, name, self.masks, shots=shots, variables=variables, progress=False
+        )
+        enc = scorer.encode(shown, name, shots=shots, variables=())
+        tokens = np.asarray([len(enc.continuations[lab]) for lab in self.labels], float)
+        if keep:
+            self.loglik[h, t], self.tokens[h, t] = ll, tokens
+        return cloze_value(ll, tokens, self.nbytes, self.answer_at, self.norm)
+
+    def answer(self, h: int, t: int) -> tuple[str, float, float]:
+        """(the best option's label, whether it is correct, p̃ of the correct option) on
+        the unmasked prompt."""
+        from psens.cloze import option_probs
+
+        p = option_probs(self.loglik[h, t, -1], self.tokens[h, t], self.nbytes, self.norm)
+        best = int(np.argmax(p))
+        return self.labels[best], float(best == self.answer_at), float(p[self.answer_at])
+
+    def block(self, size_max: int) -> dict[str, np.ndarray]:
+        """``option_loglik`` and ``option_tokens``, padded to the store's subsets and
+        options."""
+        n_h, n_t, rows, k = self.loglik.shape
+        ll = np.full((n_h, n_t, size_max, self.n_options), np.nan)
+        ll[:, :, :rows, :k] = self.loglik
+        tokens = np.full((n_h, n_t, self.n_options), np.nan)
+        tokens[:, :, :k] = self.tokens
+        return {"option_loglik": ll, "option_tokens": tokens}
+
+
 def _squeeze_shots(plan: Plan, block: dict[str, Any]) -> dict[str, Any]:
     """A block without its leading shot axis when the run has no shot dim."""
     if plan.cfg.shots:
@@ -767,6 +882,7 @@ def _predict_block(scorer, plan: Plan, sample: int) -> dict[str, np.ndarray]:
     prediction = np.full((n_h, n_t), "", dtype=object)
     generated = np.full((n_h, n_t), "", dtype=object)
     hidden = None
+    cloze = _ClozeCells(plan, sample, None) if plan.cloze else None
     for h, k in enumerate(plan.shot_keys):
         for t, name in enumerate(plan.templates):
             pred = scorer.predict(
@@ -780,6 +896,11 @@ def _predict_block(scorer, plan: Plan, sample: int) -> dict[str, np.ndarray]:
             cells["p_target"][h, t], cells["confidence"][h, t] = pred.p_target, pred.confidence
             cells["correct"][h, t] = _correct(cfg, item, pred)
             prediction[h, t] = pred.choice if pred.choice is not None else pred.text
+            if cloze is not None:  # the unmasked prompt's options (variables=[]: one row)
+                cloze.score(scorer, h, t, item, name, plan.shots[k], [])
+                prediction[h, t], cells["correct"][h, t], cells["p_target"][h, t] = cloze.answer(
+                    h, t
+                )
             generated[h, t] = pred.text
             if hidden is None:
                 hidden = np.zeros((n_h, n_t, pred.hidden.shape[-1]))
@@ -798,6 +919,7 @@ def _predict_block(scorer, plan: Plan, sample: int) -> dict[str, np.ndarray]:
         "hidden_l2": l2,
         "matching_error": np.float64(0.0),
         "error": np.asarray("", dtype=object),
+        **({} if cloze is None else cloze.block(1)),
     }
     return _squeeze_shots(plan, block)
 
@@ -1114,6 +1236,7 @@ def _open_or_create(plan: Plan, overwrite: bool, recorded: dict[str, Any] | None
         # recorded when not psens's default, so stores of the default keep their attrs
         **({"normalization": cfg.normalization} if cfg.normalization != "nonempty" else {}),
         **({"preset": cfg.preset} if cfg.preset else {}),
+        **({"answer": "cloze", "cloze_norm": cfg.cloze_norm_name} if plan.cloze else {}),
         **_solver_attrs(cfg),
         **(recorded or {}),
     }
@@ -1134,6 +1257,7 @@ def _open_or_create(plan: Plan, overwrite: bool, recorded: dict[str, Any] | None
         attrs=attrs,
         noise_floor=cfg.floor_dtype,
         solvers=None if isinstance(cfg.solver, str) else cfg.solvers,
+        cloze=plan.cloze_coords() if plan.cloze else None,
     )
 
 
@@ -1226,7 +1350,7 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
 def _check_answer_tokens(cfg: RunConfig, plan: Plan) -> None:
     """In a format-space run, every format's option labels begin with distinct answer tokens
     under every model's tokenizer (checked on the tokenizers alone, before the store)."""
-    if cfg.formats is None:
+    if cfg.formats is None or cfg.answer == "cloze":  # cloze: the options' text, no labels
         return
     from psens.models.scorer import option_token_ids
     from psens.models.served import load_tokenizer

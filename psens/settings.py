@@ -3,8 +3,9 @@
 A run records what its numbers were made with as store attributes: the salience threshold
 ``tau``, each AND-OR solver's settings (``solver_*``; with several solvers also
 ``solvers``), its precision (the config's ``dtype``), the dtype of its noise-floor
-scoring (``noise_floor``) and which interactions the min-max normalisation spans
-(``normalization``). :func:`run_settings` is the one reader of those attributes:
+scoring (``noise_floor``), which interactions the min-max normalisation spans
+(``normalization``) and the answer formulation (``answer``, ``cloze_norm``; absent:
+letters). :func:`run_settings` is the one reader of those attributes:
 the summary, the report, the noise floor, the metrics, the widgets and the notebooks ask
 it instead of reading attrs with their own defaults, so a run made at τ = 0.2 is shown at
 τ = 0.2 everywhere.
@@ -14,8 +15,8 @@ Examples
 >>> import psens
 >>> ds = psens.synthetic.synthetic_run(n_samples=2, seed=0)
 >>> s = run_settings(ds)
->>> s.tau, s.solver, s.dtype, s.normalization
-(0.1, 'canonical', 'float32', 'nonempty')
+>>> s.tau, s.solver, s.dtype, s.normalization, s.answer
+(0.1, 'canonical', 'float32', 'nonempty', 'letter')
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ from typing import Any
 from psens.interactions.and_or import DEFAULT_SOLVER, SolverSettings
 
 __all__ = [
+    "ANSWERS",
+    "CLOZE_NORMS",
+    "DEFAULT_ANSWER",
+    "DEFAULT_CLOZE_NORM",
     "DEFAULT_NORMALIZATION",
     "DEFAULT_SOLVER",
     "DEFAULT_TAU",
@@ -48,6 +53,18 @@ DEFAULT_TAU: float = 0.1
 #: included, which then also count in the salient sets of eq. 3 (docs/paper-conventions.md).
 NORMALIZATIONS: tuple[str, ...] = ("nonempty", "all")
 DEFAULT_NORMALIZATION: str = "nonempty"
+
+#: The answer formulations of a run (config key ``answer``): the letter of the correct option
+#: after a listing of the options (MCF, the IPS paper's), or each option's text scored as a
+#: continuation (CF, :mod:`psens.cloze`).
+ANSWERS: tuple[str, ...] = ("letter", "cloze")
+DEFAULT_ANSWER: str = "letter"
+
+#: The normalisations of a cloze run's option log-likelihoods (config key ``cloze_norm``,
+#: :func:`psens.cloze.option_scores`): per byte of the option's text (lm-eval ``acc_norm``),
+#: per token, or none (lm-eval ``acc``).
+CLOZE_NORMS: tuple[str, ...] = ("sum", "token", "char")
+DEFAULT_CLOZE_NORM: str = "char"
 
 
 @dataclass(frozen=True)
@@ -70,6 +87,12 @@ class RunSettings:
     normalization : str
         What the min-max normalisation spans (:data:`NORMALIZATIONS`; runs that record
         none: ``"nonempty"``).
+    answer : str
+        The answer formulation (:data:`psens.cloze.ANSWERS`): ``"letter"`` (runs that
+        record none) or ``"cloze"``.
+    cloze_norm : str
+        A cloze run's normalisation of the options' log-likelihoods
+        (:data:`psens.cloze.CLOZE_NORMS`); letter runs: the default, unused.
     """
 
     tau: float = DEFAULT_TAU
@@ -78,6 +101,8 @@ class RunSettings:
     dtype: str = "float32"
     noise_floor: str | None = None
     normalization: str = DEFAULT_NORMALIZATION
+    answer: str = DEFAULT_ANSWER
+    cloze_norm: str = DEFAULT_CLOZE_NORM
 
     @property
     def solver(self) -> str:
@@ -168,4 +193,6 @@ def run_settings(ds_or_attrs: Any) -> RunSettings:
         dtype=str(dtype or "float32"),
         noise_floor=str(floor) if floor not in (None, "", False) else None,
         normalization=str(normalization) if normalization else DEFAULT_NORMALIZATION,
+        answer=str(attrs.get("answer") or DEFAULT_ANSWER),
+        cloze_norm=str(attrs.get("cloze_norm") or DEFAULT_CLOZE_NORM),
     )

@@ -173,6 +173,60 @@ def bench_canonical() -> dict:
     return r
 
 
+def bench_cloze(model: str = "smollm2-135m-instruct", n: int = 6, repeats: int = 3) -> dict:
+    """A cloze scoring of 4 options vs a letter scoring of the same masks, one process.
+
+    SmolLM2-135M-Instruct (offline package, float32, CPU), the first ARC-Easy validation
+    item with 4 options and at least ``n`` words in its question; the same ``2**n`` masks
+    over the same ``n`` question words: ``Scorer.choice_logprobs`` under ``ips1-cloze``
+    (each masked prompt once, then the options' tokens as branches of the prefix tree) +
+    the cloze value, against ``Scorer.value`` under ``ips1`` (the letter prompt, which also
+    lists the options). Target: the cloze scoring costs at most 1.6x the letter one (ratio
+    letter / cloze >= 1 / 1.6). Best of ``repeats`` interleaved repeats.
+    """
+    from psens import datasets, models, prompts
+    from psens.cloze import cloze_value
+
+    scorer = models.load(model, progress=False, n_max=n)
+    item = next(
+        it
+        for it in datasets.load("arc-easy", split="validation")
+        if len(it.options) == 4 and len(prompts.variables(it, n_max=n, options=False)) == n
+    )
+    words = prompts.variables(item, n_max=n, options=False)
+    masks = np.arange(1 << n)
+    enc = scorer.encode(item, "ips1-cloze", variables=())
+    tokens = [len(enc.continuations[lab]) for lab in item.labels]
+    nbytes = [len(text.encode()) for _, text in item.options]
+    answer = list(item.labels).index(item.answer)
+
+    def cloze():
+        ll = scorer.choice_logprobs(item, "ips1-cloze", masks, variables=words)
+        return cloze_value(ll, tokens, nbytes, answer, "char")
+
+    def letter():
+        return scorer.value(item, "ips1", masks, variables=words)
+
+    cloze(), letter()  # warm-up
+    ours, theirs = [], []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        cloze()
+        ours.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        letter()
+        theirs.append(time.perf_counter() - t)
+    return result(
+        f"cloze 4 options vs letter, {1 << n} masks ({model})",
+        min(ours),
+        min(theirs),
+        1 / 1.6,
+        max_option_tokens=max(tokens),
+        prompt_tokens_cloze=len(enc.ids),
+        prompt_tokens_letter=len(scorer.encode(item, "ips1", variables=()).ids),
+    )
+
+
 def cpu_model() -> str:
     """The CPU model name: :func:`psens.models.hardware.cpu_name`, the one lookup that
     ``psens plan`` and every benchmark and measuring script print."""
@@ -215,6 +269,7 @@ def main() -> int:
         bench_sgd_step,
         bench_exact,
         bench_canonical,
+        bench_cloze,
     ):
         rows.append(fn())
         _print(rows[-1])

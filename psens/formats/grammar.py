@@ -17,6 +17,12 @@ with the parts joined by the ``space`` dimension (a line break, a blank line, a 
 The IPS paper's five templates are points (:data:`IPS_POINTS`); the EAS 2^3 design is the
 subspace :data:`GRAMMARS`\\ ``["eas"]`` (role line x format directive x answer prefix).
 
+In the cloze formulation (``answer = "cloze"``, :func:`psens.prompts.cloze_form`) a format
+renders without its options: the dimensions of :data:`CLOZE_HIDDEN` (options name,
+enumeration, the directive that names the labels) do not show, a grammar's cloze version
+(:meth:`Grammar.for_answer`) fixes them, and two formats are distinct when their cloze
+forms differ (:meth:`Format.spec_key`).
+
 A format's id (``fmt-`` + one character per dimension, the index of its value) is stable as
 long as values are only ever appended to a dimension; :func:`psens.prompts.get_template`
 resolves such an id without a registry.
@@ -32,10 +38,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from psens._validation import check_positive_int, fail
-from psens.prompts import RESOLVERS, Template
+from psens.prompts import RESOLVERS, Template, cloze_form
 from psens.variants import EAS_ROLE
 
 __all__ = [
+    "CLOZE_HIDDEN",
     "DIMENSIONS",
     "GRAMMARS",
     "IPS_POINTS",
@@ -154,6 +161,8 @@ DIMENSIONS: tuple[Dimension, ...] = (
     ),
 )
 _BY_NAME = {d.name: d for d in DIMENSIONS}
+#: The dimensions a cloze prompt does not show (it lists no options and names no labels).
+CLOZE_HIDDEN: tuple[str, ...] = ("opt_name", "enum", "enum_space", "directive")
 #: label style of each enumeration (:data:`psens.prompts.LABEL_STYLES`)
 _ENUM_LABELS = {"1.": "1", "1)": "1", "a.": "a", "a)": "a"}
 
@@ -311,9 +320,11 @@ class Format:
             description=", ".join(f"{k}={v}" for k, v in c.items()),
         )
 
-    def spec_key(self) -> tuple:
-        """What the rendering depends on: two formats with one key render identically."""
-        d = self.template().to_dict()
+    def spec_key(self, answer: str = "letter") -> tuple:
+        """What the rendering depends on: two formats with one key render identically
+        (``answer="cloze"``: in their cloze forms, which show no options)."""
+        t = self.template()
+        d = (cloze_form(t) if answer == "cloze" else t).to_dict()
         for k in ("name", "changes", "description"):
             d.pop(k)
         return tuple(sorted((k, json.dumps(v, sort_keys=True, default=str)) for k, v in d.items()))
@@ -322,14 +333,17 @@ class Format:
         return self.id
 
 
-def check_distinct(formats: Sequence[Format], where: str = "psens.formats") -> None:
-    """Refuse formats that render badly or two formats that render identically."""
+def check_distinct(
+    formats: Sequence[Format], where: str = "psens.formats", answer: str = "letter"
+) -> None:
+    """Refuse formats that render badly or two formats that render identically (in
+    their cloze forms with ``answer="cloze"``)."""
     seen: dict[tuple, Format] = {}
     for f in formats:
         why = f.problem()
         if why:
             fail(where, f"format {f.id} renders an empty field ({why})", "Drop or change it")
-        key = f.spec_key()
+        key = f.spec_key(answer)
         if key in seen:
             other = seen[key]
             same = "the same point" if other == f else "identically"
@@ -359,6 +373,18 @@ class Grammar:
     name: str
     allowed: tuple[tuple[str, tuple[str, ...]], ...]
     description: str = ""
+    answer: str = "letter"
+
+    def for_answer(self, answer: str) -> Grammar:
+        """This grammar for an answer formulation: itself for ``"letter"``; for
+        ``"cloze"`` the dimensions of :data:`CLOZE_HIDDEN` fixed at ips1's value, and
+        points told apart by their cloze forms."""
+        if answer != "cloze":
+            return self
+        import dataclasses
+
+        allowed = tuple((d, v) for d, v in self.allowed if d not in CLOZE_HIDDEN)
+        return dataclasses.replace(self, allowed=allowed, answer="cloze")
 
     def __post_init__(self) -> None:
         for dim, values in self.allowed:
@@ -402,14 +428,14 @@ class Grammar:
     def neighbours(self, f: Format) -> list[Format]:
         """Formats of this grammar one change away from ``f`` (one dimension changed),
         skipping points that render badly or exactly as ``f``."""
-        key = f.spec_key() if f.problem() is None else None
+        key = f.spec_key(self.answer) if f.problem() is None else None
         out = []
         for dim, values in self.choices.items():
             for v in values:
                 if v == f.coords[dim]:
                     continue
                 g = f.replace(**{dim: v})
-                if g.problem() is None and g.spec_key() != key:
+                if g.problem() is None and g.spec_key(self.answer) != key:
                     out.append(g)
         return out
 
@@ -437,10 +463,10 @@ class Grammar:
         keys: set[tuple] = set()
 
         def take(f: Format) -> bool:
-            if f.problem() is not None or f.spec_key() in keys:
+            if f.problem() is not None or f.spec_key(self.answer) in keys:
                 return False
             chosen.append(f)
-            keys.add(f.spec_key())
+            keys.add(f.spec_key(self.answer))
             return True
 
         order = rng.permutation(self.size) if self.size <= 1 << 20 else None
@@ -455,7 +481,7 @@ class Grammar:
                     return None
                 pos += 1
                 f = self.point(int(order[pos - 1]))
-                if f.problem() is None and f.spec_key() not in keys:
+                if f.problem() is None and f.spec_key(self.answer) not in keys:
                     return f
 
         first = next_random()
@@ -465,7 +491,11 @@ class Grammar:
             f = None
             if design == "walk":
                 for i in rng.permutation(len(chosen)):
-                    near = [g for g in self.neighbours(chosen[int(i)]) if g.spec_key() not in keys]
+                    near = [
+                        g
+                        for g in self.neighbours(chosen[int(i)])
+                        if g.spec_key(self.answer) not in keys
+                    ]
                     if near:
                         f = near[int(rng.integers(len(near)))]
                         break
@@ -539,12 +569,16 @@ def eas_point(template_id: str) -> Format:
     )
 
 
-def formats_from_spec(spec: Mapping | Sequence, where: str = "psens.formats") -> list[Format]:
+def formats_from_spec(
+    spec: Mapping | Sequence, where: str = "psens.formats", answer: str = "letter"
+) -> list[Format]:
     """The formats of a run config's ``templates`` value.
 
     ``{grammar = "default", k = 16, seed = 0[, design = "walk"]}`` samples ``k`` formats;
     a list of tables (``[{case = "upper"}, {enum = "(A)"}]``) gives explicit points (missing
     dimensions take ips1's value). Refuses unknown keys, bad points and duplicates.
+    ``answer="cloze"`` samples from the grammar's cloze version
+    (:meth:`Grammar.for_answer`) and refuses points whose cloze forms coincide.
     """
     if isinstance(spec, Mapping):
         unknown = set(spec) - {"grammar", "k", "seed", "design"}
@@ -562,16 +596,15 @@ def formats_from_spec(spec: Mapping | Sequence, where: str = "psens.formats") ->
         k = spec["k"]
         if isinstance(k, bool) or not isinstance(k, int):
             fail(where, f"'templates' k = {k!r}", "Use an integer k >= 2")
-        out = get_grammar(spec.get("grammar", "default")).sample(
-            k, seed, design=spec.get("design", "walk")
-        )
+        grammar = get_grammar(spec.get("grammar", "default")).for_answer(answer)
+        out = grammar.sample(k, seed, design=spec.get("design", "walk"))
     else:
         out = []
         for point in spec:
             if not isinstance(point, Mapping):
                 fail(where, f"'templates' lists {point!r} among points", "Write each as a table")
             out.append(Format.from_coords(point))
-    check_distinct(out, where)
+    check_distinct(out, where, answer)
     return out
 
 

@@ -20,6 +20,10 @@ tokens of ``tokenizer(prompt)``; if the tokenizer merges across the boundary (th
 prompt's tokens are not a prefix), the first token of ``tokenizer(" B")`` without
 special tokens is used instead.
 
+Cloze prompts (:func:`psens.prompts.cloze_form`, ``answer = "cloze"``): the options are not
+shown; :meth:`Scorer.choice_logprobs` gives each option's summed log-likelihood as the
+continuation of each masked prompt, and :mod:`psens.cloze` turns them into v.
+
 Open-ended items (IPS paper, appendix K): the target is the model's own
 greedy response to the unmasked prompt, its first ``m`` tokens (default 8), and v is
 the mean over those tokens of the per-token log-odds under teacher forcing
@@ -87,9 +91,12 @@ class Encoded:
         Token positions of each variable (every token whose character span overlaps
         the variable's span).
     target_id : int
-        First token of the answer (MCQ); -1 for open-ended items.
+        First token of the answer (MCQ); -1 for open-ended items and cloze prompts.
     option_ids : dict
         First token of each option label as it follows the template.
+    continuations : dict
+        A cloze prompt: each option's continuation tokens (label -> int64 array), as
+        lm-evaluation-harness's ``loglikelihood`` tokenises them (:meth:`Scorer.encode`).
     """
 
     ids: np.ndarray
@@ -99,6 +106,7 @@ class Encoded:
     text: str
     variables: list[_prompts.Variable]
     template: str
+    continuations: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -128,6 +136,20 @@ def _rope_depends_on_length(cfg) -> bool:
         rope = {k: v for sub in rope.values() for k, v in sub.items()}  # per layer type
     kind = str(rope.get("rope_type", rope.get("type", ""))) if isinstance(rope, dict) else ""
     return "dynamic" in kind or kind == "longrope"
+
+
+def _unique_rows(rows) -> tuple[list[np.ndarray], np.ndarray]:
+    """The distinct token rows (first-seen order) and each row's index among them."""
+    keyed: dict[bytes, int] = {}
+    rows_list = list(rows)
+    inverse = np.empty(len(rows_list), dtype=np.int64)
+    uniq: list[np.ndarray] = []
+    for i, r in enumerate(rows_list):
+        j = keyed.setdefault(r.tobytes(), len(uniq))
+        if j == len(uniq):
+            uniq.append(r)
+        inverse[i] = j
+    return uniq, inverse
 
 
 def _log_odds(logp: np.ndarray, clamp: float = CLAMP) -> np.ndarray:
@@ -312,16 +334,25 @@ class Scorer:
         shots: Sequence[Item] = (),
         variables: Sequence[_prompts.Variable] | None = None,
     ) -> Encoded:
-        """Tokenise the rendered prompt and map each variable to its token positions."""
+        """Tokenise the rendered prompt and map each variable to its token positions.
+
+        A cloze template (:func:`psens.prompts.cloze_form`) also gives each option's
+        continuation tokens the way lm-evaluation-harness's ``loglikelihood`` makes them:
+        whitespace at the end of the prompt is moved onto the continuation, the context
+        is ``tok(prompt)`` and the continuation ``tok(prompt + delimiter + text)`` beyond
+        the context's length. Its default variables are the question's words only.
+        """
         t = _prompts.get_template(template)
         r = _prompts.render_spans(item, t, shots=shots)
+        cloze = t.kind == "cloze"
         vs = (
             list(variables)
             if variables is not None
-            else _prompts.variables(item, n_max=self.n_max, seed=self.seed)
+            else _prompts.variables(item, n_max=self.n_max, seed=self.seed, options=not cloze)
         )
         spans = _prompts.prompt_spans(r, vs)
-        ids, offs = self._tokens(r.text, offsets=True)
+        text = r.text.rstrip() if cloze else r.text
+        ids, offs = self._tokens(text, offsets=True)
         text_cfg = self._text_config()
         context = getattr(text_cfg, "max_position_embeddings", None)
         stretches = _rope_depends_on_length(text_cfg)  # dynamic/longrope rotary: longer is fine
@@ -352,7 +383,33 @@ class Scorer:
                 self.tokenizer, item, t, r.text, ids, check=bool(t.labels)
             )
             target = option_ids[item.answer]
-        return Encoded(ids, var_tokens, target, option_ids, r.text, vs, t.name)
+        conts = self._continuations(item, t, text, r.text[len(text) :], ids) if cloze else {}
+        return Encoded(ids, var_tokens, target, option_ids, text, vs, t.name, conts)
+
+    def _continuations(
+        self, item: Item, t: _prompts.Template, context: str, trailing: str, ids: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """Each option's continuation tokens after ``context`` (lm-eval's ``_encode_pair``:
+        ``tok(context + trailing + delimiter + text)[len(tok(context)):]``); refuses an
+        option without tokens or two options with the same tokens."""
+        where = "psens.models.Scorer.choice_logprobs"
+        out: dict[str, np.ndarray] = {}
+        seen: dict[bytes, str] = {}
+        for label, option in item.options:
+            whole = self._tokens(context + trailing + t.answer_prefix + option)
+            cont = whole[len(ids) :]
+            if cont.size == 0:
+                fail(where, f"option {label!r} of item {item.id!r} has no tokens", "Check the item")
+            if cont.tobytes() in seen:
+                fail(
+                    where,
+                    f"options {seen[cont.tobytes()]!r} and {label!r} of item {item.id!r} "
+                    "tokenise identically after the prompt",
+                    "Drop the item",
+                )
+            seen[cont.tobytes()] = label
+            out[label] = cont
+        return out
 
     def masked_ids(self, enc: Encoded, masks) -> list[np.ndarray] | np.ndarray:
         """Token ids of the masked prompts: an (m, L) array (length-preserving mode),
@@ -516,13 +573,14 @@ class Scorer:
     #: Fixed cost of one model call, in token-rows, used to plan the prefix tree.
     level_overhead = 32
 
-    def _plan(self, rows: np.ndarray, bounds: list[int]) -> list[int]:
+    def _plan(self, rows: np.ndarray, bounds: list[int], forced: Sequence[int] = ()) -> list[int]:
         """Keep the cuts that minimise the planned cost of the prefix-tree walk.
 
         A level extending the distinct prefixes of length ``b`` from ``a`` costs
         ``level_overhead + (b - a) * N(b)`` token-rows (``N(b)``: distinct prefixes of
         length ``b``). Dropping a cut merges two levels: one call fewer, more rows
-        on the first segment. Solved exactly by dynamic programming over the cuts.
+        on the first segment. Solved exactly by dynamic programming over the cuts;
+        the cuts in ``forced`` are always kept.
         """
         pos = [0, *bounds]
         counts = [1]
@@ -532,8 +590,11 @@ class Scorer:
         m = len(pos)
         best = [0.0] + [np.inf] * (m - 1)
         prev = [0] * m
+        must = sorted(set(forced) & set(pos))
         for j in range(1, m):
             for i in range(j):
+                if any(pos[i] < f < pos[j] for f in must):
+                    continue
                 c = best[i] + self.level_overhead + (pos[j] - pos[i]) * counts[j]
                 if c < best[j]:
                     best[j], prev[j] = c, i
@@ -544,13 +605,20 @@ class Scorer:
         return keep[::-1]
 
     def _score_rows(
-        self, rows: np.ndarray, cuts: Sequence[int], targets: np.ndarray, bar=None
+        self,
+        rows: np.ndarray,
+        cuts: Sequence[int],
+        targets: np.ndarray,
+        bar=None,
+        forced: Sequence[int] = (),
     ) -> np.ndarray:
         """Per-target log-probabilities for equal-length rows, walking the prefix tree.
 
         ``rows`` (R, L) are prompts; ``targets`` (k,) are appended (teacher forcing:
-        all but the last), and logits are kept at the last k positions. Returns an
-        (R, k) float64 array of log p(target_j | prefix).
+        all but the last), and logits are kept at the last k positions. ``targets``
+        (R, k) are each row's own, already in the rows (cloze options: the rows end with
+        the teacher-forced tokens). Returns an (R, k) float64 array of log p(target_j |
+        prefix). ``forced`` cuts are always kept (the end of a shared prompt).
 
         The tree is cut at ``cuts`` (token positions). Level by level, each distinct
         prefix is extended by one segment in a single batched call, its key/value
@@ -561,13 +629,16 @@ class Scorer:
         """
         import torch
 
-        k = len(targets)
-        if k > 1:
+        targets = np.asarray(targets)
+        k = targets.shape[-1]
+        per_row = targets.ndim == 2
+        if k > 1 and not per_row:
             tail = np.repeat(targets[None, :-1], len(rows), axis=0)
             rows = np.concatenate([rows, tail], axis=1)
         length = rows.shape[1]
         last = length - k  # the last segment must hold the k scored positions
-        bounds = self._plan(rows, [*sorted({c for c in cuts if 0 < c <= last}), length])
+        keep = sorted({c for c in (*cuts, *forced) if 0 < c <= last})
+        bounds = self._plan(rows, [*keep, length], forced)
         if self.tree is not None and (self.tree.window is None or length <= self.tree.window):
             return self.tree.score(
                 rows, bounds, targets, self._tree_nodes(length), None if bar is None else bar.update
@@ -626,7 +697,8 @@ class Scorer:
                     self._extend(seg, cache)
                 else:
                     logits = self._forward(seg, cache, keep=k).logits[:, -k:, :]
-                    out[idx] = target_log_probs(logits, tgt).cpu().numpy()
+                    own = torch.as_tensor(targets[idx], device=self.device) if per_row else tgt
+                    out[idx] = target_log_probs(logits, own).cpu().numpy()
                     if bar is not None:
                         bar.update(len(idx))
                     return
@@ -690,6 +762,13 @@ class Scorer:
 
         if method not in _METHODS:
             fail("psens.models.Scorer.value", f"method={method!r}", f"Use one of {_METHODS}")
+        if _prompts.get_template(template).kind == "cloze":
+            fail(
+                "psens.models.Scorer.value",
+                f"template {_prompts.get_template(template).name!r} is a cloze prompt: its "
+                "answer is each option's text, not one token",
+                "Score it with choice_logprobs and psens.cloze.cloze_value",
+            )
         enc = self.encode(item, template, shots=shots, variables=variables)
         self._check_masks(masks, enc.n)  # refused before any model call
         skip = 0
@@ -698,41 +777,13 @@ class Scorer:
         else:  # teacher forcing: the answer prefix (not scored), then the greedy response
             extra, gen = self._open_target(item, template, shots)
             targets, skip = np.concatenate([extra, gen]), len(extra)
-        rows = self.masked_ids(enc, masks)
-        rows_list = list(rows)
-        keyed: dict[bytes, int] = {}
-        inverse = np.empty(len(rows_list), dtype=np.int64)
-        uniq: list[np.ndarray] = []
-        for i, r in enumerate(rows_list):
-            key = r.tobytes()
-            j = keyed.setdefault(key, len(uniq))
-            if j == len(uniq):
-                uniq.append(r)
-            inverse[i] = j
+        uniq, inverse = _unique_rows(self.masked_ids(enc, masks))
         logp = np.empty((len(uniq), len(targets)), dtype=np.float64)
-        show = self.progress if progress is None else progress
         with torch.inference_mode():
             if method == "naive":
                 logp[:] = self._score_naive(uniq, targets)
             else:
-                from tqdm.auto import tqdm
-
-                bar = tqdm(
-                    total=len(uniq),
-                    unit="masks",
-                    desc=f"{self.name} {enc.template}",
-                    disable=not show or len(uniq) < 64,
-                    leave=False,
-                )
-                cuts = sorted({int(p[0]) for p in enc.var_tokens})
-                if method == "prefix":
-                    cuts = cuts[:1]
-                lengths = np.asarray([len(r) for r in uniq])
-                for length in np.unique(lengths):
-                    idx = np.nonzero(lengths == length)[0]
-                    block = np.stack([uniq[i] for i in idx])
-                    logp[idx] = self._score_rows(block, cuts, targets, bar)
-                bar.close()
+                self._walk_groups(enc, uniq, method, progress, logp, lambda b: (b, targets, ()))
         per_token = _log_odds(logp[:, skip:])
         if per_token.shape[1] == 1 or self.open_reduce == "first":
             v = per_token[:, 0]
@@ -741,6 +792,125 @@ class Scorer:
         else:
             v = per_token.mean(axis=1)
         return v[inverse]
+
+    def _walk_groups(self, enc: Encoded, uniq, method: str, progress, out, expand) -> None:
+        """Score the unique masked rows ``uniq`` by the prefix tree, one group of equal
+        lengths at a time, into ``out`` (shape ``(len(uniq), ...)``). ``expand(block)``
+        gives the ``(rows, targets, forced)`` that :meth:`_score_rows` scores for a block
+        of masked prompts: the block itself, or each prompt once per option (cloze)."""
+        from tqdm.auto import tqdm
+
+        show = self.progress if progress is None else progress
+        bar = tqdm(
+            total=len(uniq),
+            unit="masks",
+            desc=f"{self.name} {enc.template}",
+            disable=not show or len(uniq) < 64,
+            leave=False,
+        )
+        cuts = sorted({int(p[0]) for p in enc.var_tokens})
+        if method == "prefix":
+            cuts = cuts[:1]
+        lengths = np.asarray([len(r) for r in uniq])
+        for length in np.unique(lengths):
+            idx = np.nonzero(lengths == length)[0]
+            rows, targets, forced = expand(np.stack([uniq[i] for i in idx]))
+            own = rows is not None and len(rows) == len(idx)  # the masked prompts themselves
+            got = self._score_rows(rows, cuts, targets, bar if own else None, forced)
+            out[idx] = got.reshape(len(idx), *out.shape[1:])
+            if not own:
+                bar.update(len(idx))
+        bar.close()
+
+    def choice_logprobs(
+        self,
+        item: Item,
+        template: str | _prompts.Template = "cloze",
+        masks=None,
+        *,
+        shots: Sequence[Item] = (),
+        variables: Sequence[_prompts.Variable] | None = None,
+        method: str = "trie",
+        progress: bool | None = None,
+    ) -> np.ndarray:
+        """Log-likelihood of each option's text as the continuation of each masked prompt.
+
+        .. math:: \\ell_o(x_T) = \\sum_j \\log P(c_{o,j} \\mid x_T, c_{o,<j})
+
+        the cloze formulation's option scores (:mod:`psens.cloze`; Gu et al. 2024, OLMES).
+        The prompt is ``template``'s cloze form (:func:`psens.prompts.cloze_form`: an MCQ
+        template's wording without the options); ``c_o`` are the tokens of the target
+        delimiter (``answer_prefix``, a space by default) and the option's text, made as
+        lm-evaluation-harness's ``loglikelihood`` makes them (:meth:`encode`): the
+        masked prompt is the context's tokens, the continuation's are scored.
+
+        Speed: the options are branches of the prefix tree. Every masked prompt is
+        computed once (up to its last token, a forced cut), then only each option's
+        tokens, attending to it in place (grouped tree attention); never one full pass
+        per option.
+
+        Parameters
+        ----------
+        item : Item
+            A multiple-choice item (its options are scored; refused without options, with
+            an empty option or two options of the same text).
+        template, masks, shots, variables, method, progress
+            As in :meth:`value`; ``variables`` default to the question's words
+            (:func:`psens.prompts.variables` with ``options=False``); ``variables=[]``
+            scores the unmasked prompt alone (one row). ``method="naive"`` runs each
+            (masked prompt, option) pair through the model in one pass (the reference).
+
+        Returns
+        -------
+        ndarray of float64, shape (len(masks), n_options)
+            Options in the item's order.
+
+        References
+        ----------
+        .. [1] Gu, Y., Tafjord, O., Kuehl, B., Haddad, D., Dodge, J., and Hajishirzi, H.
+           "OLMES: A Standard for Language Model Evaluations." arXiv:2406.08446, 2024.
+        """
+        import torch
+
+        where = "psens.models.Scorer.choice_logprobs"
+        if method not in _METHODS:
+            fail(where, f"method={method!r}", f"Use one of {_METHODS}")
+        t = _prompts.cloze_form(template)
+        _prompts.check_cloze_item(item, where)
+        enc = self.encode(item, t, shots=shots, variables=variables)
+        self._check_masks(masks, enc.n)  # refused before any model call
+        conts = [enc.continuations[label] for label, _ in item.options]
+        uniq, inverse = _unique_rows(self.masked_ids(enc, masks))
+        n_opt = len(conts)
+        sizes = np.asarray([len(c) for c in conts])
+        width = int(sizes.max())
+        targets = np.full((n_opt, width), self.mask.id, dtype=np.int64)
+        for o, c in enumerate(conts):
+            targets[o, : len(c)] = c
+        valid = np.arange(width)[None, :] < sizes[:, None]  # (options, width)
+        logp = np.empty((len(uniq), n_opt, width), dtype=np.float64)
+        with torch.inference_mode():
+            if method == "naive":  # each (masked prompt, option) in one pass
+                for i, r in enumerate(uniq):
+                    for o, c in enumerate(conts):
+                        logp[i, o, : len(c)] = self._score_naive([r], c)[0]
+            else:
+
+                def expand(block: np.ndarray):
+                    # each masked prompt once per option, followed by the option's tokens
+                    # (all but the last; the rest padded), scored at the last `width`
+                    rows = np.concatenate(
+                        [
+                            np.repeat(block, n_opt, axis=0),
+                            np.tile(targets[:, :-1], (len(block), 1)),
+                        ],
+                        axis=1,
+                    )
+                    return rows, np.tile(targets, (len(block), 1)), (block.shape[1] - 1,)
+
+                self._walk_groups(enc, uniq, method, progress, logp, expand)
+        out = np.where(valid[None], logp, 0.0).sum(axis=2)
+        return out[inverse]
 
     def open_target(
         self,

@@ -77,14 +77,16 @@ def supports(model, length: int | None = None) -> bool:
 def target_log_probs(logits, targets):
     """``log softmax(z)[y_j]`` in float64 at each of the last ``k`` positions.
 
-    ``logits`` (N, k, V) over the full vocabulary, ``targets`` (k,) token ids (a tensor
-    on the logits' device); returns (N, k) — the log-probabilities behind v (IPS §3.1).
+    ``logits`` (N, k, V) over the full vocabulary, ``targets`` (k,) token ids shared by
+    every row, or (N, k) one row of targets per row (a tensor on the logits' device);
+    returns (N, k) — the log-probabilities behind v (IPS §3.1).
     """
     import torch
 
     logp = torch.log_softmax(logits.double(), dim=-1)
     n, k = logp.shape[:2]
-    return logp.gather(-1, targets.view(1, k, 1).expand(n, k, 1))[..., 0]
+    idx = targets.view(1, k, 1).expand(n, k, 1) if targets.dim() == 1 else targets.view(n, k, 1)
+    return logp.gather(-1, idx)[..., 0]
 
 
 def _rotate(x, cos, sin):
@@ -167,13 +169,17 @@ class TreeForward:
     def device(self):
         return next(self.model.parameters()).device
 
-    def _levels(self, srt: np.ndarray, ends: Sequence[int]):
-        """Per level: node of each (sorted) row, first row of each node, parent of each node."""
+    def _levels(self, srt: np.ndarray, ends: Sequence[int], tail: np.ndarray | None = None):
+        """Per level: node of each (sorted) row, first row of each node, parent of each node.
+
+        ``tail`` (rows' own targets, sorted alike): leaves also differ where it does."""
         node, first, parent = [], [], []
         differs = np.zeros(max(len(srt) - 1, 0), dtype=bool)
         start, prev = 0, np.zeros(len(srt), dtype=np.int64)
         for b in ends:
             differs |= np.any(srt[1:, start:b] != srt[:-1, start:b], axis=1)
+            if tail is not None and b == ends[-1]:
+                differs |= np.any(tail[1:] != tail[:-1], axis=1)
             nd = np.concatenate([[0], np.cumsum(differs)]).astype(np.int64)
             reps = np.flatnonzero(np.concatenate([[True], differs]))
             node.append(nd)
@@ -198,7 +204,7 @@ class TreeForward:
             Token rows (teacher-forced targets already appended).
         ends : increasing ints, the last equal to L
             Level ends (cuts of the prefix tree).
-        targets : (k,) int array
+        targets : (k,) int array, or (R, k): each row's own targets
         max_nodes : callable
             ``(segment length, prefix end)`` -> largest number of nodes computed in one
             call (each keeps its prefix's keys/values up to ``end`` for its children).
@@ -212,10 +218,14 @@ class TreeForward:
         import torch
 
         ends = [int(b) for b in ends]
-        k = len(targets)
-        order = np.lexsort(rows.T[::-1])
+        targets = np.asarray(targets)
+        k = targets.shape[-1]
+        per_row = targets.ndim == 2
+        key = np.concatenate([rows, targets], axis=1) if per_row else rows
+        order = np.lexsort(key.T[::-1])
         srt = rows[order]
-        node, first, parent = self._levels(srt, ends)
+        tsrt = targets[order] if per_row else None
+        node, first, parent = self._levels(srt, ends, tsrt)
         starts = [0, *ends[:-1]]
         done = np.empty((len(first[-1]), k), dtype=np.float64)  # per leaf
         tgt = torch.as_tensor(targets, device=self.device)
@@ -232,7 +242,8 @@ class TreeForward:
                 x, keys, values = self._run(ids, starts[level], par, last, k, rope)
                 if last:
                     logits = self.model.lm_head(self._final_norm(x))
-                    done[a:b] = target_log_probs(logits, tgt).cpu().numpy()
+                    own = torch.as_tensor(tsrt[reps], device=self.device) if per_row else tgt
+                    done[a:b] = target_log_probs(logits, own).cpu().numpy()
                     if on_done is not None:
                         on_done(b - a)
                     continue

@@ -32,6 +32,12 @@ data variables
     With a list of solvers (config ``solver = [...]``): ``I_and, I_or, gamma`` (and
     ``floor``) have a ``solver`` dim before ``template``, one entry per solver, and the
     attr ``solvers`` holds each solver's settings; ``psens.ips.select_solver`` picks one.
+    With ``answer = "cloze"`` (:mod:`psens.cloze`): the ``option`` dim, ``option_loglik``
+    (model, sample, [shot,] template, subset, option) each option's summed log-likelihood
+    as the continuation of each masked prompt, ``option_tokens`` (… template, option) its
+    continuation's tokens, and the coordinates ``option_label``, ``option_bytes``
+    (sample, option) and ``answer_option`` (sample); ``v`` is the cloze value under the
+    run's ``cloze_norm``, and :func:`psens.cloze.rescore` gives any other.
 attrs
     ``psens_schema = "psens.run"``, ``psens_schema_version``, ``psens_version``, ``tau``,
     the solver settings (``solver_*``), ``config`` (JSON) and ``config_hash``;
@@ -39,6 +45,7 @@ attrs
     ``normalization`` (``"all"``, only in runs that normalise over the empty set too;
     :func:`psens.settings.run_settings` reads ``"nonempty"`` where it is absent);
     ``preset`` (``"paper"``, only in runs made with ``preset = "paper"``);
+    ``answer`` and ``cloze_norm`` (only in cloze runs);
     ``run_id`` (a uuid drawn when :func:`create` makes the store); from ``psens run``:
     ``batch_size`` (the masked prompts per forward pass it scored with: the config's, or
     the one ``batch_size = "auto"`` chose) and ``loading`` (JSON, per local model its
@@ -96,6 +103,7 @@ from psens.store.schema import (
     CHECKSUM_VAR,
     CHECKSUM_VERSION,
     CHECKSUM_VERSION_ATTR,
+    CLOZE_VARS,
     DATA_VARS,
     DONE,
     EXPORT_ATTR,
@@ -126,6 +134,7 @@ __all__ = [
     "CHECKSUM_VAR",
     "CHECKSUM_VERSION",
     "CHECKSUM_VERSION_ATTR",
+    "CLOZE_VARS",
     "DATA_VARS",
     "DONE",
     "EXPORT_ATTR",

@@ -18,6 +18,7 @@ __all__ = [
     "BLOCK_VARS",
     "CHECKSUM_ATTR",
     "CHECKSUM_VAR",
+    "CLOZE_VARS",
     "DATA_VARS",
     "FLOOR_BANDS",
     "FLOOR_VARS",
@@ -55,6 +56,11 @@ FLOOR_VARS = ("v_floor", "floor")
 FLOOR_BANDS = ("all", "low", "mid", "high")
 
 
+#: the cloze formulation's variables (only in runs with ``answer = "cloze"``): each option's
+#: summed log-likelihood per mask and its continuation's tokens (:mod:`psens.cloze`)
+CLOZE_VARS = ("option_loglik", "option_tokens")
+
+
 #: every variable written per (model, sample) block (all runs have them)
 BLOCK_VARS = (*GAME_VARS, *TEMPLATE_VARS, *TEXT_VARS, *PAIR_VARS, "matching_error", "status")
 
@@ -69,6 +75,7 @@ DATA_VARS = (
     "matching_error",
     "error",
     *FLOOR_VARS,
+    *CLOZE_VARS,
 )
 
 
@@ -159,8 +166,17 @@ def build(
     lazy: bool = False,
     noise_floor: str | None = None,
     solvers: Sequence[str] | None = None,
+    cloze: Mapping[str, Sequence] | None = None,
 ):
     """An empty run Dataset of the schema (all blocks pending, values NaN).
+
+    ``cloze`` (a run with ``answer = "cloze"``: ``{"labels": per sample its option labels,
+    "bytes": per sample its options' UTF-8 bytes, "answer": per sample the position of
+    the correct option}``) adds the ``option`` dim (the most options of a sample), the
+    block variables ``option_loglik`` (…, template, subset, option) and ``option_tokens``
+    (…, template, option), and the coordinates ``option_label`` and ``option_bytes``
+    (sample, option; ``''`` and 0 beyond a sample's options) and ``answer_option``
+    (sample).
 
     ``prompts`` has shape ``(sample, template)`` or ``(sample, shot, template)``.
     ``noise_floor`` (a dtype name) adds ``v_floor``, ``floor`` and the ``band`` dim, and
@@ -215,6 +231,16 @@ def build(
             _dims(has_shots, *mid, "template", "band"),
             full((*lead, *n_sv, n_t, n_b), (*block, *n_sv, n_t, n_b)),
         )
+    if cloze is not None:
+        n_o = max(len(x) for x in cloze["labels"])
+        data["option_loglik"] = (
+            _dims(has_shots, "template", "subset", "option"),
+            full((*lead, n_t, size, n_o), (*block, n_t, size, n_o)),
+        )
+        data["option_tokens"] = (
+            _dims(has_shots, "template", "option"),
+            full((*lead, n_t, n_o), (*block, n_t, n_o)),
+        )
     data["matching_error"] = (("model", "sample"), full((n_m, n_s), (1, 1)))
     data["status"] = (("model", "sample"), full((n_m, n_s), (1, 1), np.int8, PENDING))
     data["error"] = (("model", "sample"), np.full((n_m, n_s), "", object))
@@ -248,6 +274,16 @@ def build(
         coords["band"] = _obj(FLOOR_BANDS)
     if solvers is not None:
         coords["solver"] = _obj(solvers)
+    if cloze is not None:
+        labels = np.full((n_s, n_o), "", dtype=object)
+        nbytes = np.zeros((n_s, n_o), dtype=np.int64)
+        for s, (lab, b) in enumerate(zip(cloze["labels"], cloze["bytes"], strict=True)):
+            labels[s, : len(lab)] = list(lab)
+            nbytes[s, : len(b)] = list(b)
+        coords["option"] = np.arange(n_o, dtype=np.int64)
+        coords["option_label"] = (("sample", "option"), labels)
+        coords["option_bytes"] = (("sample", "option"), nbytes)
+        coords["answer_option"] = ("sample", np.asarray(cloze["answer"], dtype=np.int64))
     meta = dict(model_meta or {})
     for key in MODEL_META:
         values = meta.get(key, [None] * n_m)

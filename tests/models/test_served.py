@@ -659,3 +659,45 @@ def test_null_reply_parts_at_the_probe_are_a_refusal_not_a_traceback(tiny, serve
     scorer = ServedScorer(_entry(tiny, srv), n_max=4)
     with pytest.raises(RuntimeError, match="prompt log-probabilities"):
         scorer.probe()
+
+
+@pytest.mark.parametrize("kind", ["vllm", "tgi", "llama-server"])
+def test_cloze_option_loglikelihoods_equal_the_local_scorers(tiny, local, server, kind):
+    """The cloze formulation through prompt log-probabilities: each option's continuation
+    scored by the server equals the local one-pass reference."""
+    scorer = ServedScorer(_entry(tiny, server(kind)), n_max=4)
+    words = psens.prompts.variables(EGG, n_max=4, seed=0, options=False)
+    masks = np.arange(1 << len(words))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tgi: "no token ids"
+        got = scorer.choice_logprobs(EGG, "ips2", masks, variables=words)
+        one = scorer.choice_logprobs(EGG, "cloze", variables=[])
+    want = local.choice_logprobs(EGG, "ips2", masks, variables=words, method="naive")
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    np.testing.assert_allclose(one, local.choice_logprobs(EGG, "cloze", variables=[]), atol=1e-5)
+
+
+def test_cloze_run_with_a_server_without_prompt_logprobs_is_refused(tiny, server, tmp_path):
+    from psens.runner import _SCORERS
+
+    _SCORERS.clear()
+    entry = _entry(tiny, server("chat"))
+    cfg = _run_config(tiny, tmp_path / "c.zarr", [entry], answer="cloze")
+    with pytest.raises(ValueError, match="prompt log-probabilities"):
+        psens.run(cfg, progress=False, quiet=True)
+    assert not (tmp_path / "c.zarr").exists()
+    _SCORERS.clear()
+    srv = server("vllm")
+    ok = psens.run(
+        _run_config(tiny, tmp_path / "s.zarr", [_entry(tiny, srv)], answer="cloze", n_vars=2),
+        progress=False,
+        quiet=True,
+    )
+    local = psens.run(
+        _run_config(tiny, tmp_path / "l.zarr", [str(tiny["model"])], answer="cloze", n_vars=2),
+        progress=False,
+        quiet=True,
+    )
+    assert (ok.status.values == store.DONE).all()
+    np.testing.assert_allclose(ok.option_loglik.values, local.option_loglik.values, atol=1e-5)
+    np.testing.assert_array_equal(ok.prediction.values, local.prediction.values)

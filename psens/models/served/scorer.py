@@ -256,12 +256,17 @@ class ServedScorer(Scorer):
 
     # ------------------------------------------------------------------ scoring
 
-    def _score_rows(self, rows, cuts, targets, bar=None) -> np.ndarray:
+    def _score_rows(self, rows, cuts, targets, bar=None, forced=()) -> np.ndarray:
         """Per-target log-probabilities of equal-length rows (teacher forcing), asked of
-        the server in prefix-tree order (sorted rows)."""
-        k = len(targets)
+        the server in prefix-tree order (sorted rows). ``targets`` (R, k): each row's own,
+        all but the last already in the row (cloze options)."""
+        targets = np.asarray(targets)
+        k = targets.shape[-1]
         order = np.lexsort(rows.T[::-1]) if len(rows) > 1 else np.arange(len(rows))
-        seqs = [np.concatenate([rows[i], targets]) for i in order]
+        if targets.ndim == 2:
+            seqs = [np.concatenate([rows[i], targets[i, -1:]]) for i in order]
+        else:
+            seqs = [np.concatenate([rows[i], targets]) for i in order]
         logp, _ = self._many(seqs, k)
         out = np.empty((len(rows), k), dtype=np.float64)
         out[order] = logp
@@ -278,6 +283,13 @@ class ServedScorer(Scorer):
         only changes the order the prompts are sent in: ``"naive"`` keeps mask order)."""
         self.probe()
         return super().value(item, template, masks, **kwargs)
+
+    def choice_logprobs(self, item: Item, template="cloze", masks=None, **kwargs) -> np.ndarray:
+        """Each option's log-likelihood as the continuation of each masked prompt, from the
+        server's prompt log-probabilities (see :meth:`Scorer.choice_logprobs`; a server
+        that gives none is refused by :meth:`probe` before anything is scored)."""
+        self.probe()
+        return super().choice_logprobs(item, template, masks, **kwargs)
 
     def _generate(self, ids: np.ndarray, m: int) -> tuple[np.ndarray, str, float]:
         """Greedy continuation of ``ids``: (new token ids, text, log p of the first one)."""
