@@ -23,6 +23,20 @@ from psens import prompts
 from psens.datasets import Item
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def script_module(name: str):
+    """``scripts/<name>.py`` imported as a module (the scripts are not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        f"_psens_script_{name}", ROOT / "scripts" / f"{name}.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 REFERENCE = ROOT / "data" / "reference"
 #: A hostile id, name or token: HTML built from data must show it, never run it.
 HOSTILE = "</script><script>alert(1)</script>"
