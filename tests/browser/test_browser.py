@@ -266,10 +266,10 @@ def test_case_studies_notebook_pair_dropdown(lab, browser):
         before = _chart_svg(output)
         output.screenshot(path=str(SHOTS / "classes_all_pairs.png"))
 
-        _select(pair, "ips1 vs ips2")
-        _wait_chart_text(page, output, "ips1 vs ips2")
+        _select(pair, "ips1|ips2")
+        _wait_chart_text(page, output, "ips1|ips2")
         assert _chart_svg(output) != before
-        assert pair.evaluate(_SHOWN) == "ips1 vs ips2"
+        assert pair.evaluate(_SHOWN) == "ips1|ips2"
         output.screenshot(path=str(SHOTS / "classes_ips1_ips2.png"))
     finally:
         page.screenshot(path=str(SHOTS / "02_case_studies_final.png"))
