@@ -1,4 +1,5 @@
-r"""The names a run is read under: template pairs by label, interactions by order band.
+r"""The names a run is read under: template pairs by label, interactions by order band,
+format-space templates by their readable ids.
 
 Every run Dataset (:func:`psens.open_run`, :func:`psens.run`, the synthetic runs) goes
 through :func:`label_run`, so these work on all of them::
@@ -109,11 +110,32 @@ def _band_coord(ds) -> Any:
     )
 
 
+def _readable_templates(ds):
+    """``ds`` with format-space templates named by their readable ids: a run written by an
+    earlier psens names them by coded ids (``fmt-000010000000``,
+    :func:`psens.formats.grammar.format_label`)."""
+    if "template" not in ds.coords:
+        return ds
+    from psens.formats.grammar import format_label
+
+    old = [str(t) for t in ds["template"].values]
+    new = {t: format_label(t) for t in old}
+    if all(new[t] == t for t in old):
+        return ds
+    coords = {"template": np.asarray([new[t] for t in old], dtype=object)}
+    for name in ("template_a", "template_b"):
+        if name in ds.coords:
+            values = [new.get(str(t), str(t)) for t in ds[name].values]
+            coords[name] = (ds[name].dims, np.asarray(values, dtype=object))
+    return ds.assign_coords(coords)
+
+
 def label_run(ds):
     """``ds`` with pairs labelled ``"a|b"`` and indexed by name
-    (:func:`psens.ips.pairs.index_run_pairs`: runs written with pair numbers relabelled)
+    (:func:`psens.ips.pairs.index_run_pairs`: runs written with pair numbers relabelled),
+    format-space templates under their readable ids (runs of earlier versions relabelled)
     and the ``order_band(sample, subset)`` coordinate (when the run has ``n_vars``)."""
-    ds = index_run_pairs(ds)
+    ds = index_run_pairs(_readable_templates(ds))
     if {"n_vars", "subset"} <= set(ds.variables) and ORDER_BAND not in ds.coords:
         ds = ds.assign_coords({ORDER_BAND: (("sample", "subset"), _band_coord(ds))})
     return ds

@@ -130,8 +130,9 @@ class PairIndex(PandasIndex):
     """A pandas index of ``"a|b"`` pair labels that also finds ``"b|a"``, ``"a-b"``, ...
 
     ``names`` maps a label to its two templates (template names that contain ``|``);
-    without it a label is split at ``|``. Labels that are not names of a pair (already
-    ``"a|b"``, slices, arrays of positions) are passed to
+    without it a label is split at ``|``. An integer selects the pair at that position
+    (the pair numbers runs of earlier psens versions were indexed by). Other labels
+    (already ``"a|b"``, slices, boolean masks) are passed to
     :class:`xarray.indexes.PandasIndex` unchanged; an unknown pair raises a ``KeyError``
     naming the templates.
     """
@@ -153,12 +154,19 @@ class PairIndex(PandasIndex):
         return labels, list(a), list(b)
 
     def _canonical(self, query: Any) -> Any:
+        if isinstance(query, int | np.integer) and not isinstance(query, bool | np.bool_):
+            keys = self._pairs()[0]  # a pair number of earlier psens runs: its position
+            if not -len(keys) <= int(query) < len(keys):
+                fail(
+                    f".sel({self.dim}=...)", f"no pair {query}", f"Use 0..{len(keys) - 1}", KeyError
+                )
+            return keys[int(query)]
         if isinstance(query, str | np.str_ | tuple):
             keys, a, b = self._pairs()
             if isinstance(query, str) and query in keys:
                 return query
             return keys[resolve_pair(query, a, b, f".sel({self.dim}=...)", KeyError)]
-        if isinstance(query, list | np.ndarray) and np.asarray(query).dtype.kind in "OU":
+        if isinstance(query, list | np.ndarray) and np.asarray(query).dtype.kind in "OUi":
             return [self._canonical(q) for q in np.asarray(query, dtype=object).tolist()]
         return query
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import psens
@@ -84,6 +85,12 @@ def test_models_below_their_noise_floor_are_left_out_of_factor_verdicts(arc, cap
     compare = _notebook_04_factors(arc)  # notebook 04 gives its few-shot verdict without Gemma
     assert compare["few-shot vs 0-shot"].models == ["smollm2-135m-instruct"]
     assert "gemma3-270m: not above the noise floor" in capsys.readouterr().out
+    # notebook 05: what the findings run lacks counts the models above the floor, not the run's
+    why = pw.lacks(fds, "a correlation across models", models=3)
+    assert why.startswith("this run has 1 model above the noise floor (gemma3-270m not);")
+    assert pw.lacks(arc, "a correlation across models", models=3).startswith(
+        "this run has 2 models;"
+    )
 
 
 def test_a_run_with_no_model_above_its_floor_gives_no_verdict(arc):
@@ -93,3 +100,16 @@ def test_a_run_with_no_model_above_its_floor_gives_no_verdict(arc):
     assert fds.sizes["model"] == 1
     assert "this run cannot test the claim" in pw.verdict("few-shot: -10 %", True, fds)
     assert "the paper's claim holds here" in pw.verdict("few-shot: -10 %", True, arc)
+
+
+def test_a_real_runs_caveats_are_shown_in_full(arc):
+    """Notebook 03's table of the headline: pandas cuts text at 50 characters, the caveats
+    are longer; the table shows them whole."""
+    head = arc.psens.headline(n_boot=200)
+    table = head[head["order"] == "all"][["model", "ips", "caveats"]].reset_index(drop=True)
+    longest = max(table["caveats"], key=len)
+    assert len(longest) > pd.get_option("display.max_colwidth")
+    assert longest not in table._repr_html_()  # what a bare DataFrame shows: cut
+    assert longest in pw.show(table, arc).to_html()
+    short = table[["model", "ips"]]
+    assert pw.show(short, arc) is short
