@@ -168,3 +168,15 @@ def test_results_plot(run):
         interaction_classes(run)["counts"].sum(["sample", "shot", "model"]).plot()
     finally:
         plt.close("all")
+
+
+def test_the_shipped_run_check_compares_under_todays_labels(tmp_path, monkeypatch):
+    """scripts/shipped_run.py --check: a committed file (pair numbers, coded format ids)
+    and today's export of the same run differ in nothing but the exporting version."""
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    from tests.support import script_module
+
+    compare = script_module("shipped_run").compare
+    committed = ROOT / "data" / "runs" / "formats.nc"
+    again = to_netcdf(open_run(committed), tmp_path / "again.nc")
+    assert set(compare(committed, again)) <= {"attrs['psens_export']"}
