@@ -43,7 +43,7 @@ SEEDS = 3 if PSENS_SIZE == "tiny" else 10
 # %% [markdown]
 # ## 1 · The grammar
 #
-# Every dimension, its values, and what it changes. A format has one value per dimension; the `default` grammar frees the first ten (the role line and the format directive stay off: they belong to the `eas` grammar). Its id (`fmt-` + one character per dimension) is stable, and `psens.prompts.get_template` builds the template from it.
+# Every dimension, its values, and what it changes. A format has one value per dimension; the `default` grammar frees the first ten (the role line and the format directive stay off: they belong to the `eas` grammar). Its id is readable and stable: `fmt-` + its changes from ips1 as `dimension=value` (`fmt-case=upper,enum=(A)`; ips1 itself is `fmt-ips1`), and `psens.prompts.get_template` builds the template from it. Runs written by earlier psens versions named formats by coded ids (`fmt-000010020000`): they open with the readable ids.
 
 # %%
 pd.DataFrame(

@@ -204,7 +204,18 @@ def _model_cost(spec, cfg, offline, passes, est, seconds, store_share, batch, fr
             "Add it to data/models.csv, run the plan without --offline, or pass a local copy",
         )
     if not offline:
-        spec.check_available()  # a packaged model's package; a hub id on the hub
+        from psens.models.loading import HubUnavailable
+
+        try:
+            spec.check_available()  # a packaged model's package; a hub id on the hub
+        except HubUnavailable:
+            fail(
+                WHERE,
+                f"model {spec.name!r} ({spec.source['path']}) has no local copy and the hub "
+                "is off or cannot be reached to check it",
+                "Plan without the network, sizes from the model table: psens plan CONFIG "
+                "--offline (or download the model once with the hub on)",
+            )
     elif kind == "packaged":
         spec.check_available()  # no network: the package is installed or not
     params = hardware.model_params(spec)[0]

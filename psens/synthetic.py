@@ -221,10 +221,10 @@ def assert_run_equal(a, b, *, check_attrs: bool = True) -> None:
     """
     import xarray as xr
 
-    from psens.ips.pairs import index_run_pairs
+    from psens.ips.labels import label_run
 
-    # an opened run indexes `pair` by name as well (the same numbers): compare like with like
-    a, b = index_run_pairs(a.load()), index_run_pairs(b.load())
+    # an opened run and a built one carry the same labels: compare like with like
+    a, b = label_run(a).load(), label_run(b).load()
     assert set(a.data_vars) == set(b.data_vars), set(a.data_vars) ^ set(b.data_vars)
     for name in a.data_vars:
         x, y = a[name].values, b[name].values

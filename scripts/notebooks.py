@@ -37,15 +37,12 @@ def render_ipynb(nb, path: Path) -> str:
     (:data:`psens.widgets.lab.NOTEBOOK_METADATA`), stable cell ids, and the cell spacing
     jupytext records (``lines_to_next_cell``), so a notebook saved from JupyterLab is the
     same file."""
-    from psens.widgets.lab import notebook_metadata
+    from psens.widgets.lab import notebook_metadata, stored_cell_metadata
 
     out = nbformat.v4.new_notebook()
     out.metadata.update(notebook_metadata())
     for i, cell in enumerate(nb.cells):
-        tags = list(cell.metadata.get("tags", ()))
-        meta = {"tags": tags} if tags else {}
-        if "lines_to_next_cell" in cell.metadata:
-            meta["lines_to_next_cell"] = cell.metadata["lines_to_next_cell"]
+        meta = stored_cell_metadata(cell.metadata)
         if cell.cell_type == "code":
             new = nbformat.v4.new_code_cell(cell.source, metadata=meta)
         else:

@@ -51,13 +51,17 @@ def regenerate(config: Path, out: Path) -> dict:
 
 
 def compare(a: Path, b: Path) -> list[str]:
-    """Names of the variables and attributes that differ between two exported runs."""
+    """Names of the variables and attributes that differ between two exported runs, both
+    read under today's labels (:func:`psens.ips.labels.label_run`: a committed file of an
+    earlier psens holds pair numbers and coded format ids)."""
     import numpy as np
     import xarray as xr
 
+    from psens.ips.labels import label_run
+
     with xr.open_datatree(a, engine="h5netcdf") as ta, xr.open_datatree(b, engine="h5netcdf") as tb:
-        groups_a = {node.path: node.to_dataset() for node in ta.subtree}
-        groups_b = {node.path: node.to_dataset() for node in tb.subtree}
+        groups_a = {node.path: label_run(node.to_dataset()) for node in ta.subtree}
+        groups_b = {node.path: label_run(node.to_dataset()) for node in tb.subtree}
         diffs = [f"group {g} (only in one file)" for g in sorted(set(groups_a) ^ set(groups_b))]
         for group in sorted(set(groups_a) & set(groups_b)):
             x, y = groups_a[group], groups_b[group]

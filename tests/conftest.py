@@ -1,4 +1,4 @@
-"""Shared test set-up: never reach a model hub."""
+"""Shared test set-up: never reach a model hub; hypothesis keeps no example database."""
 
 from __future__ import annotations
 
@@ -7,6 +7,20 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _hypothesis_profile() -> None:
+    """Hypothesis without its example database (``.hypothesis/``): a failure found once is
+    reported with the blob that reproduces it (``@reproduce_failure``), and is not replayed
+    by every later test run of the clone. A failing example worth keeping goes into the test
+    as ``@example``."""
+    from hypothesis import settings
+
+    settings.register_profile("psens", database=None, print_blob=True)
+    settings.load_profile("psens")
+
+
+_hypothesis_profile()
 
 
 def _checkout_widgets() -> None:

@@ -24,6 +24,35 @@ from psens import prompts
 from psens.datasets import Item
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def git_checkout(folder: Path, notebooks: list[str]) -> Path:
+    """A git repository in ``folder`` tracking copies of ``notebooks/<name>.{ipynb,py}`` and
+    ``jupytext.toml`` and ``.gitignore`` (committed: ``git status --porcelain`` is empty);
+    returns ``folder``."""
+    import shutil
+    import subprocess
+
+    (folder / "notebooks").mkdir(parents=True, exist_ok=True)
+    for name in notebooks:
+        for ext in (".ipynb", ".py"):
+            shutil.copy(ROOT / "notebooks" / f"{name}{ext}", folder / "notebooks" / f"{name}{ext}")
+    for name in ("jupytext.toml", ".gitignore"):
+        shutil.copy(ROOT / name, folder / name)
+    git = ["git", "-C", str(folder), "-c", "user.name=psens", "-c", "user.email=psens@localhost"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "notebooks"]):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    return folder
+
+
+def git_status(folder: Path) -> str:
+    """``git status --porcelain`` of ``folder`` (empty: nothing changed or added)."""
+    import subprocess
+
+    cmd = ["git", "-C", str(folder), "status", "--porcelain"]
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+
+
 REFERENCE = ROOT / "data" / "reference"
 #: A hostile id, name or token: HTML built from data must show it, never run it.
 HOSTILE = "</script><script>alert(1)</script>"

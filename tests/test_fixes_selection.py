@@ -20,21 +20,27 @@ def test_a_runs_pair_is_selected_by_name(tmp_path):
     want = ds.isel(pair=2)  # ips1 | ips4
     for query in ("ips1|ips4", "ips4-ips1", ("ips4", "ips1"), "ips1 vs ips4"):
         got = ds.sel(pair=query)
-        assert int(got["pair"]) == 2 and str(got["template_b"].values) == "ips4"
+        assert got["pair"].item() == "ips1|ips4" and str(got["template_b"].values) == "ips4"
         xr.testing.assert_identical(got["prompt"].load(), want["prompt"].load())
-    assert ds.sel(pair=["ips1|ips2", "ips5-ips4"])["pair"].values.tolist() == [0, 9]
-    assert int(ds.sel(pair=3)["pair"]) == 3  # numbers select as before
+    assert ds.sel(pair=["ips1|ips2", "ips5-ips4"])["pair"].values.tolist() == [
+        "ips1|ips2",
+        "ips4|ips5",
+    ]
+    assert ds.sel(pair=3)["pair"].item() == "ips1|ips5"  # the numbers of earlier runs
+    assert ds.sel(pair=[0, 9])["pair"].values.tolist() == ["ips1|ips2", "ips4|ips5"]
     with pytest.raises(KeyError, match=r"no template pair 'ips1\|ips9'.*Use two of \['ips1'"):
         ds.sel(pair="ips1|ips9")
+    with pytest.raises(KeyError, match="no pair 10"):
+        ds.sel(pair=10)
     sub = ds.isel(pair=[3, 5])
-    assert int(sub.sel(pair="ips4|ips2")["pair"]) == 5
-    # the index does not change what is stored: an export reads back the same
+    assert sub.sel(pair="ips4|ips2")["pair"].item() == "ips2|ips4"
+    # an export stores the labels and reads back the same
     from psens.store import to_netcdf
 
     out = to_netcdf(ds, tmp_path / "again.nc")
     again = psens.open_run(out)
-    assert again["pair"].values.tolist() == list(range(10))
-    assert int(again.sel(pair="ips2|ips3")["pair"]) == 4
+    assert again["pair"].values.tolist() == ds["pair"].values.tolist()
+    assert again.sel(pair="ips3-ips2")["pair"].item() == "ips2|ips3"
 
 
 def test_a_mistyped_split_is_named_before_any_download():

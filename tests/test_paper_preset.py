@@ -8,7 +8,6 @@ works end to end, and the doc's recomputed effects are what the script computes.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import tomllib
 
@@ -19,7 +18,7 @@ from psens import prompts
 from psens.cli import main
 from psens.config import PRESETS, RunConfig, apply_preset
 from psens.ips import ips, normalize, sample_ips
-from tests.support import EGG, ROOT, ips_ref, write_tiny_dataset, write_tiny_model
+from tests.support import EGG, ROOT, ips_ref, script_module, write_tiny_dataset, write_tiny_model
 
 DOC = ROOT / "docs" / "paper-conventions.md"
 
@@ -230,12 +229,7 @@ def test_a_tiny_run_with_the_preset(assets, tmp_path):
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location(
-        "paper_conventions", ROOT / "scripts" / "paper_conventions.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module("paper_conventions")
 
 
 def test_the_docs_recomputed_effects_are_the_scripts():

@@ -81,6 +81,25 @@ def test_paper_configs_offline(path, capsys):
     assert out.count(" hub ") == n_models
 
 
+@pytest.mark.parametrize("hub", ["off", "unreachable"])
+def test_a_hub_model_without_the_network_is_refused_naming_offline(hub, monkeypatch, capsys):
+    """The paper configs list hub models: without the network the plan says --offline."""
+    if hub == "off":
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    else:
+        import huggingface_hub
+
+        def no_network(self, *args, **kwargs):
+            raise ConnectionError("no route to host")
+
+        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+        monkeypatch.setattr(huggingface_hub.HfApi, "model_info", no_network)
+    assert main(["plan", str(EXAMPLES / "paper_fewshot.toml")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: psens plan: model 'llama-2-7b'") and err.count("\n") == 1
+    assert "psens plan CONFIG --offline" in err
+
+
 def test_unknown_dataset(capsys, tmp_path):
     assert main(["plan", str(_config(tmp_path, dataset='"arc"'))]) == 2
     err = capsys.readouterr().err

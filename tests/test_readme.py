@@ -91,6 +91,18 @@ def test_the_readme_is_a_front_door():
     assert missing == [], missing
 
 
+def test_the_notebook_ranges_named_are_the_notebooks_there_are():
+    """The README's and docs/layout.md's "NN–MM" span every notebook; docs/notebooks.md
+    describes each one (**NN**)."""
+    numbers = sorted(p.name[:2] for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
+    span = f"{numbers[0]}–{numbers[-1]}"
+    assert f"The notebooks ({span})" in README.read_text()
+    layout = (ROOT / "docs" / "layout.md").read_text()
+    assert f"{numbers[-1]} " in layout.split("notebooks/")[1].split("data/")[0]
+    described = (ROOT / "docs" / "notebooks.md").read_text()
+    assert [n for n in numbers if f"**{n}**" not in described] == []
+
+
 def test_each_docs_page_is_linked_from_the_readme():
     text = README.read_text()
     assert [p.name for p in DOCS if f"docs/{p.name}" not in text] == []

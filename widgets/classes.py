@@ -11,7 +11,7 @@ import traitlets
 
 from psens._validation import fail
 from psens.ips.charts import classes_chart
-from psens.ips.pairs import resolve_pair
+from psens.ips.pairs import pair_label, resolve_pair
 from psens.ips.tables import ORDER_LEVELS, class_table
 
 from ._base import ChartWidget, check_run
@@ -93,7 +93,7 @@ class InteractionClasses(ChartWidget):
             for k, (a, b) in enumerate(
                 zip(self.ds["template_a"].values, self.ds["template_b"].values, strict=True)
             ):
-                opts.append((f"{a} vs {b}", k))
+                opts.append((pair_label(a, b), k))  # the pair's label, as in results
         return opts
 
     def _controls(self) -> dict[str, ipywidgets.Widget]:

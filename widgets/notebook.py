@@ -228,7 +228,15 @@ def lacks(
     has, needs = [], []
     n_models = ds.sizes["model"]
     if n_models < models:
-        has.append(_plural(n_models, "model"))
+        left_out = ds.attrs.get(LEFT_OUT, "")  # a findings run: the models it dropped
+        has.append(
+            _plural(n_models, "model")
+            + (
+                f" that {'is a finding' if n_models == 1 else 'are findings'} ({left_out} not)"
+                if left_out
+                else ""
+            )
+        )
         needs.append(f"≥ {models} models")
     if ds.sizes["template"] < templates:
         has.append(_plural(ds.sizes["template"], "template"))
@@ -257,6 +265,9 @@ def lacks(
 
 #: attr of a run none of whose models is a finding (:func:`findings_run`)
 NOT_FINDINGS = "psens_not_findings"
+#: attr of a findings run: the models left out (not findings), so :func:`lacks` counts the
+#: run's models as "that are findings", not as all the run has
+LEFT_OUT = "psens_left_out"
 
 
 def findings_run(ds, head=None, *, shots=None) -> tuple[Any, str]:
@@ -310,7 +321,9 @@ def findings_run(ds, head=None, *, shots=None) -> tuple[Any, str]:
             f"{reasons} — left out of every factor verdict below; the verdicts use "
             f"{', '.join(clean)}"
         )
-        return ds.sel(model=clean), note
+        kept = ds.sel(model=clean)
+        kept.attrs = {**kept.attrs, LEFT_OUT: ", ".join(noisy)}  # not the run's own attrs
+        return kept, note
     note = (
         f"no model of this run is a finding ({reasons}): the effects below are shown, none "
         "is a finding"
@@ -451,11 +464,24 @@ def paper_vs_run(paper: str, run: str, holds: bool | None, ds=None) -> str:
     return f"The paper reports {paper}.\n" + verdict(run, holds, ds)
 
 
+def _cuts_text(table) -> bool:
+    """Whether pandas would cut a text cell of ``table`` ("…" beyond ``display.max_colwidth``
+    characters, 50 by default): a caveat or a long model name."""
+    import pandas as pd
+
+    width = pd.get_option("display.max_colwidth")
+    if width is None or not isinstance(table, pd.DataFrame):
+        return False
+    cells = [table[c].dropna().astype(str) for c in table.columns if table[c].dtype == object]
+    return any(len(c) and int(c.str.len().max()) > width for c in cells)
+
+
 def show(table, *sources):
     """``table`` as is, or — when it or a source comes from a synthetic run — styled with a
     caption saying so (3 decimals), so toy numbers never appear under real model names
-    unlabelled."""
+    unlabelled. A table with text longer than pandas' column width (the headline's
+    ``caveats``) is styled too, which shows every cell in full."""
     if not is_synthetic(table, *sources):
-        return table
+        return table.style if _cuts_text(table) else table
     caption = f"{SYNTHETIC_NOTE}: toy numbers, not any model's and not the paper's"
     return table.style.set_caption(caption).format(precision=3)

@@ -23,9 +23,11 @@ enumeration, the directive that names the labels) do not show, a grammar's cloze
 (:meth:`Grammar.for_answer`) fixes them, and two formats are distinct when their cloze
 forms differ (:meth:`Format.spec_key`).
 
-A format's id (``fmt-`` + one character per dimension, the index of its value) is stable as
-long as values are only ever appended to a dimension; :func:`psens.prompts.get_template`
-resolves such an id without a registry.
+A format's id is readable: ``fmt-`` + its changes from ips1 as ``dimension=value``, comma
+separated (``fmt-case=upper,sep=double-colon``; ips1's own point is ``fmt-ips1``), and
+:func:`psens.prompts.get_template` resolves it without a registry. Ids of earlier psens
+versions (``fmt-`` + one character per dimension, ``fmt-000010000000``) still resolve, and
+runs that carry them read with the readable label (:func:`format_label`).
 """
 
 from __future__ import annotations
@@ -51,13 +53,17 @@ __all__ = [
     "Grammar",
     "check_distinct",
     "eas_point",
+    "format_label",
     "formats_from_spec",
     "get_grammar",
     "neighbours",
     "sample",
 ]
 
+#: the characters of earlier ids: one per dimension, the index of its value
 _CODES = "0123456789abcdefghijklmnopqrstuvwxyz"
+#: the prefix of every format id (:data:`psens.prompts.RESOLVERS`), and the id of ips1's point
+PREFIX, BASE_ID = "fmt-", "fmt-ips1"
 
 
 @dataclass(frozen=True)
@@ -197,16 +203,19 @@ _IPS_CHANGES[("enum", "A)")] = "paren-marker"
 class Format:
     """A point of the format space: one value per dimension of :data:`DIMENSIONS`.
 
-    Hashable; ``id`` is a stable string (``fmt-`` + the index of each value). Build one
-    with :meth:`from_coords` (missing dimensions take the ips1 value) or :meth:`from_id`.
+    Hashable; ``id`` is a readable, stable string (``fmt-`` + the changes from ips1,
+    ``dimension=value``). Build one with :meth:`from_coords` (missing dimensions take the
+    ips1 value) or :meth:`from_id`.
 
     Examples
     --------
-    >>> f = Format.from_coords(case="upper")
+    >>> f = Format.from_coords(case="upper", enum="(A)")
     >>> f.coords["case"], f.id
-    ('upper', 'fmt-000010000000')
-    >>> Format.from_id(f.id) == f
+    ('upper', 'fmt-case=upper,enum=(A)')
+    >>> Format.from_id(f.id) == f == Format.from_id("fmt-000010020000")  # an earlier id
     True
+    >>> Format.from_coords().id
+    'fmt-ips1'
     """
 
     values: tuple[str, ...]
@@ -242,19 +251,29 @@ class Format:
 
     @classmethod
     def from_id(cls, fid: str) -> Format:
-        """The format of an id made by :attr:`id`."""
-        code = str(fid).removeprefix("fmt-")
-        ok = str(fid).startswith("fmt-") and len(code) == len(DIMENSIONS)
-        idx = [_CODES.find(c) for c in code] if ok else []
-        if not ok or any(
-            i < 0 or i >= len(d.values) for i, d in zip(idx, DIMENSIONS, strict=False)
-        ):
-            fail(
-                "psens.formats.Format.from_id",
-                f"{fid!r} is not a format id",
-                f"Use an id like 'fmt-{'0' * len(DIMENSIONS)}' (Format.id)",
-            )
-        return cls(tuple(d.values[i][0] for i, d in zip(idx, DIMENSIONS, strict=True)))
+        """The format of an id made by :attr:`id`, or of an earlier psens's coded id."""
+        where = "psens.formats.Format.from_id"
+        fid = str(fid)
+        body = fid.removeprefix(PREFIX)
+        example = f"Use an id like {Format.from_coords(case='upper').id!r} (Format.id)"
+        if not fid.startswith(PREFIX) or not body:
+            fail(where, f"{fid!r} is not a format id", example)
+        if fid == BASE_ID:
+            return cls.from_coords()
+        if "=" not in body:  # an earlier id: the index of each value
+            idx = [_CODES.find(c) for c in body]
+            if len(idx) != len(DIMENSIONS) or any(
+                i < 0 or i >= len(d.values) for i, d in zip(idx, DIMENSIONS, strict=False)
+            ):
+                fail(where, f"{fid!r} is not a format id", example)
+            return cls(tuple(d.values[i][0] for i, d in zip(idx, DIMENSIONS, strict=True)))
+        coords = {}
+        for part in body.split(","):
+            name, eq, value = part.partition("=")
+            if not eq or name in coords:
+                fail(where, f"{fid!r} is not a format id ({part!r})", example)
+            coords[name] = value
+        return cls.from_coords(coords)
 
     @property
     def coords(self) -> dict[str, str]:
@@ -263,9 +282,10 @@ class Format:
 
     @property
     def id(self) -> str:
-        return "fmt-" + "".join(
-            _CODES[d.names.index(v)] for d, v in zip(DIMENSIONS, self.values, strict=True)
-        )
+        """``fmt-`` + the dimensions that differ from ips1 as ``dimension=value`` in
+        :data:`DIMENSIONS` order (``fmt-ips1`` for ips1's point)."""
+        changed = [f"{k}={v}" for k, v in self.coords.items() if IPS_BASE[k] != v]
+        return PREFIX + ",".join(changed) if changed else BASE_ID
 
     def replace(self, **kw: str) -> Format:
         """This format with some coordinates changed."""
@@ -608,7 +628,25 @@ def formats_from_spec(
     return out
 
 
-RESOLVERS["fmt-"] = lambda fid: Format.from_id(fid).template()
+RESOLVERS[PREFIX] = lambda fid: Format.from_id(fid).template()
+
+
+def format_label(name: str) -> str:
+    """The readable id of a format named by an earlier psens's coded id (``fmt-`` + one
+    character per dimension); any other name unchanged.
+
+    Examples
+    --------
+    >>> format_label("fmt-000010000000"), format_label("ips1")
+    ('fmt-case=upper', 'ips1')
+    """
+    body = str(name).removeprefix(PREFIX)
+    if not str(name).startswith(PREFIX) or "=" in body or len(body) != len(DIMENSIONS):
+        return str(name)
+    try:
+        return Format.from_id(str(name)).id
+    except ValueError:
+        return str(name)
 
 
 def sample(

@@ -11,8 +11,10 @@ The numerical core (AND-OR interactions, Möbius transforms, the γ split of eq.
   (precision, jitter) and a per-model test of template IPS against it;
 * :mod:`psens.ips.solvers` — how IPS moves with the AND-OR solver (canonical, exact, SGD,
   random optimal vertices): :func:`solver_sensitivity` and :func:`solver_table`;
-* :mod:`psens.ips.pairs` — the ``pair`` coordinate of IPS results, selectable by name
-  (``res.sel(pair="ips1|ips2")``, also ``"ips2-ips1"``);
+* :mod:`psens.ips.pairs` — the ``pair`` coordinate of runs and IPS results, labelled
+  ``"a|b"`` and selectable by name (``res.sel(pair="ips1|ips2")``, also ``"ips2-ips1"``);
+* :mod:`psens.ips.labels` — what every run is read under: pair labels, the
+  ``order_band(sample, subset)`` coordinate (low/mid/high), readable format ids;
 * :mod:`psens.ips.accessor` — ``ds.psens``: words of a subset, template pairs by name, a tidy
   :meth:`~psens.ips.accessor.PsensAccessor.to_frame` (one row per interaction);
 * :mod:`psens.ips.charts` — altair charts of those tables (needs the ``widgets`` extra);
@@ -27,7 +29,7 @@ References
    on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
 """
 
-from psens.ips import accessor, factors, floor, pairs, solvers, tables
+from psens.ips import accessor, factors, floor, labels, pairs, solvers, tables
 from psens.ips.metric import (
     CLASSES,
     ORDER_LEVELS,
@@ -67,6 +69,7 @@ __all__ = [
     "interaction_classes",
     "ips",
     "ips_pairs",
+    "labels",
     "n_players",
     "nanmean",
     "normalize",

@@ -38,11 +38,11 @@ from psens.ips.metric import (
     order_of_subsets,
     select_solver,
 )
-from psens.ips.pairs import resolve_pair
+from psens.ips.pairs import pair_label, resolve_pair
 from psens.ips.tables import subset_label
 from psens.settings import DEFAULT_TAU, run_settings
 
-__all__ = ["PsensAccessor"]
+__all__ = ["PsensAccessor", "PsensArrayAccessor", "tidy_frame"]
 
 _KINDS = ("AND", "OR")
 
@@ -136,7 +136,7 @@ class PsensAccessor:
         ds = self._ds
         _check_run(ds, "ds.psens.pair_labels", ["template_a", "template_b"])
         return [
-            f"{x}|{y}"
+            pair_label(x, y)
             for x, y in zip(ds["template_a"].values, ds["template_b"].values, strict=True)
         ]
 
@@ -177,6 +177,9 @@ class PsensAccessor:
             Whose interactions, in a run with several (default: the first;
             :func:`psens.ips.select_solver`).
 
+        A Dataset that is not a run (a result such as
+        :func:`psens.ips.interaction_classes`) gives :func:`tidy_frame` rows instead.
+
         Returns
         -------
         pandas.DataFrame
@@ -187,6 +190,8 @@ class PsensAccessor:
         """
         ds = self._ds
         where = "ds.psens.to_frame"
+        if not {"I_and", "I_or"} & set(ds.variables) and ds.data_vars:
+            return tidy_frame(ds)  # a result (e.g. interaction_classes), not a run
         _check_run(ds, where, ["I_and", "I_or"])
         ds = select_solver(ds, solver)
         check_in_interval(tau, where, "tau", 0.0, 1.0)
@@ -244,6 +249,48 @@ class PsensAccessor:
         cols = [c for c in ("model", "sample", "shot", "template") if c in out]
         rest = [c for c in out.columns if c not in cols]
         return out[cols + rest]
+
+
+def tidy_frame(obj: xr.DataArray | xr.Dataset, *, metadata: bool = False) -> pd.DataFrame:
+    """Rows of a result: one per element, a column per dim (its labels) and one per variable.
+
+    Unlike xarray's ``to_dataframe``, coordinates that are not dims are left out: a result
+    keeps the run's model metadata (``family, series, kind, arch, params, active_params``)
+    and a pair's ``pair_a``/``pair_b`` along its dims, and those would repeat on every row;
+    ``metadata=True`` keeps them. An unnamed DataArray's column is ``value``.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> da = xr.DataArray([[1.0, 2.0]], dims=("model", "pair"), name="ips",
+    ...     coords={"model": ["m"], "family": ("model", ["F"]), "pair": ["a|b", "a|c"]})
+    >>> tidy_frame(da).columns.tolist()
+    ['model', 'pair', 'ips']
+    """
+    if isinstance(obj, xr.DataArray):
+        obj = obj.to_dataset(name=obj.name if obj.name is not None else "value")
+    if not metadata:
+        obj = obj.drop_vars([c for c in obj.coords if c not in obj.dims])
+    if not obj.dims:
+        return pd.DataFrame({k: [v.item()] for k, v in obj.data_vars.items()})
+    return obj.to_dataframe().reset_index()
+
+
+@xr.register_dataarray_accessor("psens")
+class PsensArrayAccessor:
+    """Helpers on a result DataArray (``res.psens``), e.g. of :func:`psens.ips.ips_pairs`."""
+
+    def __init__(self, da: xr.DataArray) -> None:
+        self._da = da
+
+    def to_frame(self, *, metadata: bool = False) -> pd.DataFrame:
+        """One row per element, a column per dim and the values, without the metadata
+        coordinates xarray's ``to_dataframe`` repeats on every row (:func:`tidy_frame`)::
+
+            psens.ips.ips_pairs(ds, tau=0.1).psens.to_frame()
+            # columns model, sample, [shot,] pair, ips
+        """
+        return tidy_frame(self._da, metadata=metadata)
 
 
 def _band(frame: pd.DataFrame, ds: xr.Dataset) -> np.ndarray:

@@ -36,7 +36,8 @@ import numpy as np
 
 from psens._validation import check_game, check_in_interval, check_same_shape, fail
 from psens.interactions.transforms import reconstruct
-from psens.ips.pairs import pair_coords
+from psens.ips.labels import order_band, order_of_subsets
+from psens.ips.pairs import label_array, pair_coords, pair_label
 from psens.settings import DEFAULT_NORMALIZATION, DEFAULT_TAU, NORMALIZATIONS, run_settings
 from psens.store import DONE, FAILED, PENDING
 
@@ -80,16 +81,6 @@ TEMPLATE_DIM, SUBSET_DIM = "template", "subset"
 # ----------------------------------------------------------------------------- helpers
 
 
-def order_of_subsets(size: int) -> np.ndarray:
-    """Popcount ``|S|`` of every bitmask ``0 .. size-1``."""
-    idx = np.arange(size, dtype=np.int64)
-    order = np.zeros(size, dtype=np.int64)
-    while idx.any():
-        order += idx & 1
-        idx >>= 1
-    return order
-
-
 def n_players(I: np.ndarray) -> np.ndarray:
     """Each game's own number of players, from its count of finite (non-padded) subsets."""
     count = np.isfinite(I).sum(axis=-1)
@@ -119,22 +110,6 @@ def order_masks(
     if order not in ORDERS:
         fail("ips", f"order={order!r} is unknown", f"Use one of {ORDERS} or None")
     return inside & (order_band(k, n) == order)
-
-
-def order_band(size, n) -> np.ndarray:
-    r"""Order band of interactions with :math:`|S|` = ``size`` in games of ``n`` players (§4.3).
-
-    low :math:`|S| \le \lfloor n/3 \rfloor`, mid :math:`\le \lfloor 2n/3 \rfloor`, high above
-    (``size`` and ``n`` broadcast).
-
-    Examples
-    --------
-    >>> order_band(np.arange(1, 7), 6).tolist()
-    ['low', 'low', 'mid', 'mid', 'high', 'high']
-    """
-    k, n = np.asarray(size), np.asarray(n)
-    lo, hi = n // 3, (2 * n) // 3
-    return np.where(k <= lo, "low", np.where(k <= hi, "mid", "high"))
 
 
 def _check_normalization(normalization: Any, where: str) -> str:
@@ -670,6 +645,7 @@ def _classes_dataset(
             changed.append(res["changed"])
     stack = (lambda x: np.stack(x)) if "model" in lead else (lambda x: x[0])
     coords = {k: c for k, c in a_da.coords.items() if set(c.dims) <= set(lead)}
+    coords.update({d: label_array(a_da[d].values) for d in lead if d in a_da.coords})
     coords["class"] = list(CLASSES)
     i, j = template_pairs(len(templates))
     out = xr.Dataset(
@@ -821,9 +797,10 @@ def _pair_block(
 
 
 def pair_labels(templates: Sequence[str]) -> list[str]:
-    """``"a|b"`` labels of the unordered template pairs, in :func:`template_pairs` order."""
+    """``"a|b"`` labels (:func:`psens.ips.pairs.pair_label`) of the unordered template pairs,
+    in :func:`template_pairs` order."""
     i, j = template_pairs(len(templates))
-    return [f"{templates[p]}|{templates[q]}" for p, q in zip(i, j, strict=True)]
+    return [pair_label(templates[p], templates[q]) for p, q in zip(i, j, strict=True)]
 
 
 def sample_ips(
@@ -955,12 +932,12 @@ def sample_ips(
             out[m, sl] = _pair_block(a, o, taus_sorted, orders, pair_idx, normalization)
     out = out[..., unsort]
     dims = [*lead_dims, "pair", "order", "tau"]
-    coords: dict[str, Any] = {d: ds[d].values for d in lead_dims if d in ds.coords}
+    coords: dict[str, Any] = {d: label_array(ds[d].values) for d in lead_dims if d in ds.coords}
     for name in ("family", "series", "kind", "arch", "params", "active_params"):
         if name in ds.coords and ds[name].dims == ("model",):
             coords[name] = ("model", ds[name].values)
     coords.update(
-        pair=np.asarray([labels[k] for k in pair_idx], dtype=object),
+        pair=label_array(np.asarray([labels[k] for k in pair_idx], dtype=object)),
         order=list(orders),
         tau=taus,
     )

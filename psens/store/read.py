@@ -85,9 +85,9 @@ def open_run(path: str | os.PathLike, *, verify: bool = False):
     path = Path(path)
     where = "psens.open_run"
     if path.is_file():
-        from psens.ips.pairs import index_run_pairs
+        from psens.ips.labels import label_run
 
-        return index_run_pairs(_open_netcdf(path, where, verify))
+        return label_run(_open_netcdf(path, where, verify))
     problems = metadata_problems(path, _open_group(path, where))
     if problems:
         shown = "; ".join(f"{name}: {why}" for name, why in problems[:3])
@@ -134,9 +134,9 @@ def open_run(path: str | os.PathLike, *, verify: bool = False):
             f"{path} is damaged: its coordinates could not be read ({type(exc).__name__})",
             "See psens verify STORE; start the run over (psens run --overwrite)",
         )
-    from psens.ips.pairs import index_run_pairs
+    from psens.ips.labels import label_run
 
-    return index_run_pairs(ds.assign_coords(coords))  # ds.sel(pair="ips1|ips4") works
+    return label_run(ds.assign_coords(coords))  # ds.sel(pair="ips1|ips4"), order_band
 
 
 _verify = verify

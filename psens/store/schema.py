@@ -20,6 +20,7 @@ __all__ = [
     "CHECKSUM_VAR",
     "CLOZE_VARS",
     "DATA_VARS",
+    "DERIVED_COORDS",
     "FLOOR_BANDS",
     "FLOOR_VARS",
     "SCHEMA",
@@ -59,6 +60,9 @@ FLOOR_BANDS = ("all", "low", "mid", "high")
 #: the cloze formulation's variables (only in runs with ``answer = "cloze"``): each option's
 #: summed log-likelihood per mask and its continuation's tokens (:mod:`psens.cloze`)
 CLOZE_VARS = ("option_loglik", "option_tokens")
+#: coordinates derived when a run is read or built (:func:`psens.ips.labels.label_run`),
+#: never written to a store or an export
+DERIVED_COORDS = ("order_band",)
 
 
 #: every variable written per (model, sample) block (all runs have them)
@@ -190,6 +194,9 @@ def build(
     """
     import xarray as xr
 
+    from psens.ips.labels import label_run
+    from psens.ips.pairs import pair_label
+
     has_shots = shots is not None
     n_m, n_s, n_t = len(models), len(samples), len(templates)
     n_shot = len(shots) if has_shots else 0
@@ -258,7 +265,7 @@ def build(
         "template": _obj(templates),
         "subset": np.arange(size, dtype=np.int64),
         "var": np.arange(n_max, dtype=np.int64),
-        "pair": np.arange(len(i), dtype=np.int64),
+        "pair": _obj([pair_label(templates[a], templates[b]) for a, b in zip(i, j, strict=True)]),
         "order": ("subset", order),
         "word": (("sample", "var"), word),
         "n_vars": ("sample", np.array([len(ws) for ws in words], dtype=np.int64)),
@@ -301,7 +308,7 @@ def build(
     )
     if noise_floor:
         ds.attrs["noise_floor"] = str(noise_floor)
-    return ds
+    return label_run(ds)
 
 
 def _attr(value):

@@ -28,6 +28,7 @@ from psens.store.safety import (
 from psens.store.schema import (
     CHECKSUM_VAR,
     DATA_VARS,
+    DERIVED_COORDS,
     DONE,
     FAILED,
     PENDING,
@@ -111,7 +112,7 @@ def _write(ds, path: Path) -> None:
     encoding = {name: {"chunks": (*block, n_t)} for name in TEXT_VARS}
     encoding["error"] = {"chunks": (1, 1)}
     encoding[CHECKSUM_VAR] = {"chunks": (1, 1)}
-    ds = ds.drop_vars(CHECKSUM_VAR, errors="ignore")
+    ds = ds.drop_vars([CHECKSUM_VAR, *DERIVED_COORDS], errors="ignore")
     ds = ds.assign({CHECKSUM_VAR: (("model", "sample"), np.full((n_m, n_s), "", object))})
     if not hasattr(ds["v"].data, "chunks"):
         ds = ds.chunk({"model": 1, "sample": 1})

@@ -5,6 +5,7 @@ JupyterLab (on 127.0.0.1, started as ``make lab`` starts it) serves copies of ev
 blocked. Each notebook is opened and saved — the files must stay byte for byte the tracked
 ones (``git status`` clean) — then run top to bottom in its own kernel: no error output, no
 console error, no failed or blocked request, and every chart drew marks (offline Vega).
+A tracked notebook run and saved with Ctrl+S leaves ``git status`` clean.
 Notebooks 00, 02 and 04 also get a control changed, asserting that the chart changed, that
 dropdowns display their value (not a blank box) and show long names in full. The report
 test opens a report built from hostile ids. Screenshots go to ``build/browser/``. The
@@ -29,7 +30,7 @@ try:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 except ImportError:  # the browser tests skip without playwright
     PlaywrightTimeout = TimeoutError
-from tests.support import ROOT
+from tests.support import ROOT, git_checkout, git_status
 
 pytestmark = pytest.mark.browser
 
@@ -265,10 +266,10 @@ def test_case_studies_notebook_pair_dropdown(lab, browser):
         before = _chart_svg(output)
         output.screenshot(path=str(SHOTS / "classes_all_pairs.png"))
 
-        _select(pair, "ips1 vs ips2")
-        _wait_chart_text(page, output, "ips1 vs ips2")
+        _select(pair, "ips1|ips2")
+        _wait_chart_text(page, output, "ips1|ips2")
         assert _chart_svg(output) != before
-        assert pair.evaluate(_SHOWN) == "ips1 vs ips2"
+        assert pair.evaluate(_SHOWN) == "ips1|ips2"
         output.screenshot(path=str(SHOTS / "classes_ips1_ips2.png"))
     finally:
         page.screenshot(path=str(SHOTS / "02_case_studies_final.png"))
@@ -341,6 +342,40 @@ def test_start_here_notebook_with_a_widget(lab, browser):
     finally:
         page.screenshot(path=str(SHOTS / "00_start_here_final.png"))
         page.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_running_and_saving_a_tracked_notebook_leaves_git_clean(browser, tmp_path):
+    """``make lab`` on a git checkout: notebook 00 opened, run to the end and saved with
+    Ctrl+S (outputs on the page) is the tracked file again: ``git status --porcelain`` is
+    empty (the pre-save hook drops outputs, execution counts and the kernel's metadata)."""
+    pytest.importorskip("jupyterlab")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    name = "00_start_here.ipynb"
+    root = git_checkout(tmp_path / "root", [name.removesuffix(".ipynb")])
+    (root / "data").symlink_to(ROOT / "data")
+    with open(root / ".git" / "info" / "exclude", "a") as exclude:
+        exclude.write("/data\n")  # the shipped runs, linked (not part of this checkout)
+    assert git_status(root) == ""
+    info, stop = harness.start_lab(tmp_path / "lab", root, {"PSENS_SIZE": "tiny", "PSENS_RUN": ""})
+    page, problems = _page(browser)
+    try:
+        harness.open_and_run_all(page, f"{info['url']}/lab/tree/notebooks/{name}")
+        _no_error_outputs(page)
+        assert page.locator(".jp-OutputArea-output").count() > 0  # outputs in the browser
+        page.locator(".jp-Notebook").first.click()  # focus the notebook, as a user does
+        page.keyboard.press("Control+s")
+        page.wait_for_function(
+            "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
+        )
+        harness.wait_saved(root / "notebooks" / name)
+        stored = json.loads((root / "notebooks" / name).read_text())
+        assert not any(c.get("outputs") for c in stored["cells"] if c["cell_type"] == "code")
+        assert git_status(root) == "", "saving the run notebook changed the checkout"
+    finally:
+        page.screenshot(path=str(SHOTS / "00_saved_after_run.png"))
+        page.close()
+        stop()
     assert not problems, "\n".join(problems)
 
 

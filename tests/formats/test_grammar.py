@@ -19,6 +19,7 @@ from psens.formats import (
     neighbours,
     sample,
 )
+from psens.formats.grammar import format_label
 from psens.variants import EAS_TEMPLATE_IDS, as_item, render_variant
 
 ITEM = Item(
@@ -65,7 +66,7 @@ def test_eas_grammar_spans_exactly_the_eight_templates():
 
 
 def test_format_ids_are_stable_and_round_trip():
-    assert Format.from_coords().id == "fmt-" + "0" * len(DIMENSIONS)
+    assert Format.from_coords().id == "fmt-ips1"
     g = GRAMMARS["default"]
     for i in (0, 1, 777, g.size - 2, g.size - 1):
         f = g.point(i)
@@ -82,6 +83,52 @@ def test_format_ids_are_stable_and_round_trip():
         Format.from_coords(case="shouting")
     with pytest.raises(ValueError, match="unknown dimensions"):
         Format.from_coords(casing="upper")
+
+
+def _coded_id(f: Format) -> str:
+    """The id earlier psens versions gave a format: fmt- + the index of each value."""
+    codes = "0123456789abcdefghijklmnopqrstuvwxyz"
+    return "fmt-" + "".join(
+        codes[d.names.index(v)] for d, v in zip(DIMENSIONS, f.values, strict=True)
+    )
+
+
+def test_format_ids_are_readable_and_earlier_ids_still_resolve():
+    f = Format.from_coords(case="upper", sep="double-colon", enum="(A)")
+    assert f.id == "fmt-case=upper,sep=double-colon,enum=(A)"
+    base = Format.from_coords().coords
+    for f in sample(16, seed=3):
+        parts = dict(p.split("=") for p in f.id.removeprefix("fmt-").split(","))
+        assert parts == {k: v for k, v in f.coords.items() if base[k] != v}  # the changes
+        old = _coded_id(f)
+        assert Format.from_id(old) == f and format_label(old) == f.id
+        assert prompts.render(ITEM, old) == prompts.render(ITEM, f.id)
+    assert format_label("ips1") == "ips1" and format_label("fmt-case=upper") == "fmt-case=upper"
+    for bad in ("fmt-", "fmt-case", "fmt-case=upper,case=lower", "fmt-shade=dark"):
+        with pytest.raises(ValueError):
+            Format.from_id(bad)
+
+
+def test_runs_with_coded_format_ids_read_with_the_readable_ones():
+    """The shipped format-space run was written with coded ids: it opens readable, and each
+    name agrees with the run's fmt_* coordinates."""
+    import h5py
+
+    import psens
+    from tests.support import ROOT
+
+    path = ROOT / "data" / "runs" / "formats.nc"
+    with h5py.File(path, "r") as f:
+        stored = [x.decode() if isinstance(x, bytes) else str(x) for x in f["template"][...]]
+    ds = psens.open_run(path)
+    names = [str(t) for t in ds["template"].values]
+    assert names == [format_label(t) for t in stored]
+    assert all("=" in n or n == "fmt-ips1" for n in names)
+    for k, name in enumerate(names):
+        want = {d.name: str(ds[f"fmt_{d.name}"].values[k]) for d in DIMENSIONS}
+        assert Format.from_id(name).coords == want
+    a, b = str(ds["template_a"].values[0]), str(ds["template_b"].values[0])
+    assert ds["pair"].values[0] == f"{a}|{b}" and {a, b} <= set(names)
 
 
 def test_point_is_mixed_radix_over_the_choices():

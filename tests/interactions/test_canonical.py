@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -78,17 +78,25 @@ def test_canonical_reaches_the_lp_optimum_on_any_game(v):
     np.testing.assert_allclose(reconstruct(res.I_and, res.I_or), v, atol=1e-12 * (1 + abs(v).max()))
 
 
+#: below the smallest normal double, values carry fewer significant bits than a relative
+#: tolerance asks for: the absolute floor of the loss comparison (5e-324 alone has none)
+TINY = float(np.finfo(np.float64).tiny)
+
+
 @settings(max_examples=40, deadline=None)
 @given(_game_arrays(st.floats(-50, 50)))
+@example(np.array([5e-324, 5e-324]))  # subnormal: a purely relative tolerance is 0 here
+@example(np.array([1e-300, 50.0]))
 def test_canonical_is_accurate_on_badly_scaled_games(v):
-    """Any floats (1e-300 next to 50): the split meets its own LP optimum to 1e-9 or raises;
-    scipy's reference (absolute tolerance 1e-7) is compared on the game scaled to max |v| = 1."""
+    """Any floats (1e-300 next to 50, subnormals): the split meets its own LP optimum to 1e-9
+    or raises; scipy's reference (absolute tolerance 1e-7) is compared on the game scaled to
+    max |v| = 1, to 1e-6 of that scale with an absolute floor of the smallest normal double."""
     res = and_or(v, "canonical")
     assert res.info["max_rel_check"] <= 1e-9
     top = float(np.abs(v).max())
     if top > 0:
         ref = lp_optimum(v / top) * top
-        assert float(res.loss) == pytest.approx(ref, rel=1e-6, abs=1e-6 * top)
+        assert float(res.loss) == pytest.approx(ref, rel=1e-6, abs=max(1e-6 * top, TINY))
     np.testing.assert_allclose(reconstruct(res.I_and, res.I_or), v, atol=1e-12 * (1 + top))
 
 

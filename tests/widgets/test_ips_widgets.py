@@ -168,11 +168,11 @@ def test_interaction_classes_match_the_metric(run):
 def test_interaction_classes_controls(run):
     w = W.InteractionClasses(run)
     labels = [label for label, _ in w.controls["pair"].options]
-    assert labels[0] == "all pairs" and "ips1 vs ips2" in labels
+    assert labels[0] == "all pairs" and "ips1|ips2" in labels
     pooled = w.tables["classes"]["count"].sum()
     w.controls["pair"].value = 0
     assert w.tables["classes"]["count"].sum() < pooled
-    assert "ips1 vs ips2" in json.dumps(w.jchart.spec["title"])
+    assert "ips1|ips2" in json.dumps(w.jchart.spec["title"])
     w.controls["order"].value = "low"
     assert w.order == "low"
     assert "low-order" in json.dumps(w.jchart.spec["title"])
@@ -184,7 +184,7 @@ def test_pair_dropdown_shows_its_value(run):
     box = w.controls["pair"]
     assert w.pair is None and box.index == 0 and box.label == "all pairs"
     w.pair = 2
-    assert box.label == "ips1 vs ips4" and box.value == 2
+    assert box.label == "ips1|ips4" and box.value == 2
     w.pair = None
     assert box.label == "all pairs" and box.index == 0
     box.value = 1  # the control drives the trait both ways
@@ -192,8 +192,8 @@ def test_pair_dropdown_shows_its_value(run):
     box.label = "all pairs"
     assert w.pair is None and w.tables["classes"]["count"].sum() > 0
     w.pair = "ips2-ips1"  # a pair by name is stored as its index
-    assert w.pair == 0 and box.label == "ips1 vs ips2"
-    assert W.InteractionClasses(run, pair="ips5|ips4").controls["pair"].label == "ips4 vs ips5"
+    assert w.pair == 0 and box.label == "ips1|ips2"
+    assert W.InteractionClasses(run, pair="ips5|ips4").controls["pair"].label == "ips4|ips5"
     with pytest.raises(ValueError, match="no template pair"):
         w.pair = "ips1-ips9"
 

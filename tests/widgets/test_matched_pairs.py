@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import psens
@@ -85,6 +86,12 @@ def test_models_that_are_not_findings_are_left_out_of_factor_verdicts(arc, capsy
     assert list(fds["model"].values) == ["smollm2-135m-instruct"]
     assert note.startswith("gemma3-270m: not a finding (not above the noise floor")
     assert "left out of every factor verdict" in note
+    # notebook 05: what the findings run lacks counts the models that are findings
+    why = pw.lacks(fds, "a correlation across models", models=3)
+    assert why.startswith("this run has 1 model that is a finding (gemma3-270m not);")
+    assert pw.lacks(arc, "a correlation across models", models=3).startswith(
+        "this run has 2 models;"
+    )
 
 
 def test_the_shipped_run_has_no_finding_so_no_factor_verdict(arc, capsys):
@@ -98,3 +105,16 @@ def test_the_shipped_run_has_no_finding_so_no_factor_verdict(arc, capsys):
     compare = _notebook_04_factors(arc)  # notebook 04 shows the comparison, gives no verdict
     assert "few-shot vs 0-shot" in compare
     assert "no model of this run is a finding" in capsys.readouterr().out
+
+
+def test_a_real_runs_caveats_are_shown_in_full(arc):
+    """Notebook 03's table of the headline: pandas cuts text at 50 characters, the caveats
+    are longer; the table shows them whole."""
+    head = arc.psens.headline(n_boot=200)
+    table = head[head["order"] == "all"][["model", "ips", "caveats"]].reset_index(drop=True)
+    longest = max(table["caveats"], key=len)
+    assert len(longest) > pd.get_option("display.max_colwidth")
+    assert longest not in table._repr_html_()  # what a bare DataFrame shows: cut
+    assert longest in pw.show(table, arc).to_html()
+    short = table[["model", "ips"]]
+    assert pw.show(short, arc) is short

@@ -29,6 +29,7 @@ from psens._charts import mark_synthetic
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.ips.factors.meta import model_frame
 from psens.ips.metric import pair_labels, sample_ips
+from psens.ips.pairs import SEPARATORS, pair_label
 from psens.settings import DEFAULT_TAU
 from psens.stats import (
     _paired_core,
@@ -92,8 +93,8 @@ def pair_kinds(ds, templates: Sequence[str] | None = None, kinds: Mapping | None
         ]
     series = pd.Series(out, index=pd.Index(labels, name="pair"), name="kind")
     for key, kind in (kinds or {}).items():
-        a, b = key.split("|") if isinstance(key, str) else key
-        for lab in (f"{a}|{b}", f"{b}|{a}"):
+        a, b = key.split(SEPARATORS[0]) if isinstance(key, str) else key
+        for lab in (pair_label(a, b), pair_label(b, a)):
             if lab in series.index:
                 series[lab] = kind
     return series
