@@ -204,7 +204,7 @@ def rescore(ds, cloze_norm: str | None = None):
     ll = ds["option_loglik"]
     v = cloze_value(ll, ds["option_tokens"], ds["option_bytes"], ds["answer_option"], norm)
     full = (2 ** ds["n_vars"]) - 1  # the unmasked prompt of each sample
-    last = ll.isel(subset=full).drop_vars(["subset", "order"], errors="ignore")
+    last = ll.isel(subset=full).drop_vars(["subset", "order", "order_band"], errors="ignore")
     scores = option_scores(last, ds["option_tokens"], ds["option_bytes"], norm).transpose(
         ..., _OPTION
     )
