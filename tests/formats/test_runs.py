@@ -180,3 +180,40 @@ def test_dimension_sensitivity_against_the_literal_ips(fmt_run):
                 assert row["lo"] <= row["ips"] <= row["hi"] and row["n_pairs"] == len(group)
             else:
                 assert np.isnan(row["ips"])
+
+
+def test_spread_line_says_when_the_formats_tie():
+    import pandas as pd
+
+    from psens.formats.analysis import spread_line
+
+    row = {
+        "model": "m",
+        "n_templates": 5,
+        "n_items": 3,
+        "best": "ips1",
+        "best_accuracy": 2 / 3,
+        "worst": "ips1",
+        "worst_accuracy": 2 / 3,
+        "n_best_ties": 5,
+        "n_worst_ties": 5,
+        "spread": 0.0,
+        "lo": 0.0,
+        "hi": 0.0,
+        "null_spread": 0.0,
+        "p_value": 1.0,
+        "within_noise": True,
+    }
+    line = spread_line(pd.Series(row))
+    assert "accuracy 0.67 under all 5 templates (they tie)" in line and "to 0.67" not in line
+    row.update(worst="ips2", worst_accuracy=1 / 3, n_worst_ties=3, n_best_ties=2, spread=1 / 3)
+    line = spread_line(pd.Series(row))
+    assert "accuracy 0.33 (ips2 and 2 more tied) to 0.67 (ips1 and 1 more tied)" in line
+
+
+def test_accuracy_spread_counts_the_ties(fmt_run):
+    _, ds = fmt_run
+    acc = ds.correct.values[0].mean(axis=0)
+    r = accuracy_spread(ds, n_perm=19).iloc[0]
+    assert r["n_best_ties"] == int((acc == acc.max()).sum())
+    assert r["n_worst_ties"] == int((acc == acc.min()).sum())
