@@ -95,7 +95,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from psens._validation import check_in_interval, check_positive_int, fail
+from psens._validation import check_in_interval, check_positive_int, fail, shown
 from psens.models.loading import DTYPE_NAMES  # the one table of dtype names
 from psens.prompts import VARIABLE_RULES
 from psens.settings import DEFAULT_NORMALIZATION, DEFAULT_SOLVER, DEFAULT_TAU, NORMALIZATIONS
@@ -103,7 +103,15 @@ from psens.settings import DEFAULT_NORMALIZATION, DEFAULT_SOLVER, DEFAULT_TAU, N
 if TYPE_CHECKING:
     from psens.models.spec import ModelSpec
 
-__all__ = ["PRESETS", "TEMPLATE_SETS", "RunConfig", "load_config", "read_config_file"]
+__all__ = [
+    "PRESETS",
+    "TEMPLATE_SETS",
+    "RunConfig",
+    "load_config",
+    "parse_scheduler",
+    "read_config_file",
+    "read_yaml",
+]
 
 #: template set names accepted by ``templates = "<name>"``
 TEMPLATE_SETS: dict[str, tuple[str, ...]] = {
@@ -226,7 +234,7 @@ class RunConfig:
             if self.dataset not in PUBLISHED_KEYS:
                 fail(
                     WHERE,
-                    f'templates = "prosa" but ProSA published no prompts for {self.dataset!r}',
+                    f'templates = "prosa" but ProSA published no prompts for {shown(self.dataset)}',
                     f"Use one of the datasets {sorted(PUBLISHED_KEYS)} or list templates",
                 )
             return register_published(self.dataset)
@@ -291,7 +299,7 @@ class RunConfig:
             if t not in prompts.TEMPLATES and self.formats is None:
                 fail(
                     WHERE,
-                    f"unknown template {t!r} in 'templates'",
+                    f"unknown template {shown(t)} in 'templates'",
                     f"Use a set name {sorted(TEMPLATE_SETS)} or templates from "
                     f"{sorted(prompts.TEMPLATES)}",
                 )
@@ -313,7 +321,11 @@ class RunConfig:
             )
         if self.shots is not None:
             if not self.shots or any(not isinstance(k, int) or k < 0 for k in self.shots):
-                fail(WHERE, f"'shots' = {self.shots!r}", "Use a list of shot counts like [0, 1, 3]")
+                fail(
+                    WHERE,
+                    f"'shots' = {shown(self.shots)}",
+                    "Use a list of shot counts like [0, 1, 3]",
+                )
         max_vars = prompts.MAX_VARIABLES
         check_positive_int(self.n_vars, WHERE, "n_vars", minimum=0)  # 0: predictions only
         if self.n_vars > max_vars:
@@ -326,7 +338,7 @@ class RunConfig:
             )
         check_in_interval(self.tau, WHERE, "tau", 0.0, 1.0)
         if isinstance(self.samples, bool) or not isinstance(self.samples, int | list | tuple):
-            fail(WHERE, f"'samples' = {self.samples!r}", "Give a count or a list of item ids")
+            fail(WHERE, f"'samples' = {shown(self.samples)}", "Give a count or a list of item ids")
         if isinstance(self.samples, int):
             check_positive_int(self.samples, WHERE, "samples")
         try:
@@ -354,25 +366,27 @@ class RunConfig:
         if self.threads is not None:
             check_positive_int(self.threads, WHERE, "threads")
         if self.scheduler is not None:
-            _check_scheduler(self.scheduler)
+            parse_scheduler(self.scheduler)
         _check_device(self.device)
         if self.dtype is not None and self.dtype not in DTYPES:
-            fail(WHERE, f"dtype = {self.dtype!r} is not known", f"Use one of {list(DTYPES)}")
+            fail(WHERE, f"dtype = {shown(self.dtype)} is not known", f"Use one of {list(DTYPES)}")
         self._check_noise_floor()
         if self.cache_dir is not None:
             folder = Path(self.cache_dir).expanduser()
             if folder.exists() and not folder.is_dir():
                 fail(
                     WHERE,
-                    f"cache_dir = {self.cache_dir!r} is a file, not a folder",
+                    f"cache_dir = {shown(self.cache_dir)} is a file, not a folder",
                     "Point cache_dir at a folder (it is created if missing)",
                 )
-        unknown_overrides = set(self.mask_tokens) - set(names)
+        models = self.model_names
+        unknown_overrides = [k for k in self.mask_tokens if k not in models]
         if unknown_overrides:
             fail(
                 WHERE,
-                f"'mask_tokens' names models not in 'models': {sorted(unknown_overrides)}",
-                "Key the overrides by the names used in 'models'",
+                f"'mask_tokens' is keyed by models, and {shown(unknown_overrides)} "
+                "are not in 'models'",
+                f"Key the overrides by the names in 'models': {shown(models)}",
             )
 
     def _check_choices(self) -> None:
@@ -384,7 +398,7 @@ class RunConfig:
         ):
             value = getattr(self, key)
             if value not in known:
-                fail(WHERE, f"{key} = {value!r} is not known", f"Use one of {list(known)}")
+                fail(WHERE, f"{key} = {shown(value)} is not known", f"Use one of {list(known)}")
         from psens.prompts import PAPER_SHOTS
 
         n_paper = len(PAPER_SHOTS)
@@ -413,7 +427,7 @@ class RunConfig:
             if prompts.get_template(t).kind != "open" or prompts.rewrite_of(t):
                 fail(
                     WHERE,
-                    f"template {t!r} with 'perturbations': the rewrites are for open-ended "
+                    f"template {shown(t)} with 'perturbations': the rewrites are for open-ended "
                     "templates given without a rewrite",
                     'Use templates = ["open", "open-case"]; the run adds ":paraphrase" and '
                     '":reorder"',
@@ -449,7 +463,7 @@ class RunConfig:
         ):
             fail(
                 WHERE,
-                f"noise_floor = {value!r} is not a half-precision dtype",
+                f"noise_floor = {shown(value)} is not a half-precision dtype",
                 f"Use noise_floor = false, true (bfloat16) or one of {sorted(set(FLOOR_DTYPES))}",
             )
         if self.predictions_only and not isinstance(self.solver, str):
@@ -468,7 +482,7 @@ class RunConfig:
         if self.floor_dtype is not None and self.floor_dtype == run_dtype:
             fail(
                 WHERE,
-                f"noise_floor = {value!r} is the run's own dtype ({self.dtype}): the two "
+                f"noise_floor = {shown(value)} is the run's own dtype ({self.dtype}): the two "
                 "scorings would be the same",
                 "Use another dtype for noise_floor (bfloat16 or float16) or for 'dtype'",
             )
@@ -498,7 +512,7 @@ class RunConfig:
             fail(
                 WHERE,
                 f"'models' must be a non-empty list of names or served-model tables, got "
-                f"{self.models!r}",
+                f"{shown(self.models)}",
                 'Write models = ["name", {name = "...", base_url = "http://...", ...}]',
             )
         if isinstance(self.samples, list | tuple):
@@ -507,7 +521,7 @@ class RunConfig:
             if not all(isinstance(x, str) for x in self.samples):
                 fail(
                     WHERE,
-                    f"'samples' lists {self.samples!r}; item ids are strings",
+                    f"'samples' lists {shown(self.samples)}; item ids are strings",
                     'Quote the ids (samples = ["id1", "id2"]) or give a count (samples = 20)',
                 )
         t = self.templates
@@ -532,14 +546,14 @@ class RunConfig:
         if not isinstance(self.trust_remote_code, bool):
             fail(
                 WHERE,
-                f"'trust_remote_code' must be true or false, got {self.trust_remote_code!r}",
+                f"'trust_remote_code' must be true or false, got {shown(self.trust_remote_code)}",
                 "Write trust_remote_code = true or false (without quotes)",
                 TypeError,
             )
         if not isinstance(self.generate, bool):
             fail(
                 WHERE,
-                f"'generate' must be true or false, got {self.generate!r}",
+                f"'generate' must be true or false, got {shown(self.generate)}",
                 "Write generate = true or generate = false (without quotes)",
                 TypeError,
             )
@@ -621,7 +635,7 @@ def _formats(spec: str) -> list:
 def _wrong_type(key: str, value: Any, expected: str) -> None:
     fail(
         WHERE,
-        f"'{key}' must be {expected}, got {value!r} ({type(value).__name__})",
+        f"'{key}' must be {expected}, got {shown(value)} ({type(value).__name__})",
         f"Fix the value of {key}",
         TypeError,
     )
@@ -637,7 +651,7 @@ def _check_unique(values: Any, key: str) -> None:
         except TypeError:  # unhashable: the type checks report it
             return
         if repeated:
-            fail(WHERE, f"'{key}' lists {x!r} twice", f"Remove the duplicate from {key}")
+            fail(WHERE, f"'{key}' lists {shown(x)} twice", f"Remove the duplicate from {key}")
 
 
 def _check_device(device: str) -> None:
@@ -647,30 +661,47 @@ def _check_device(device: str) -> None:
     if not ok:
         fail(
             WHERE,
-            f"device = {device!r} is not known",
+            f"device = {shown(device)} is not known",
             "Use 'cpu', 'cuda', 'cuda:N', 'mps' or 'auto'",
         )
 
 
-def _check_scheduler(scheduler: str) -> None:
-    """``local:N`` (N >= 1), ``cuda`` or ``tcp://host:port`` (whether dask-cuda and a GPU are
-    there is checked before the run, :func:`psens.runner._check_scheduler`)."""
+def parse_scheduler(scheduler: str) -> tuple[str, Any]:
+    """The one reading of ``scheduler``: ``("cuda", None)``, ``("local", N)`` for
+    ``local:N`` (1 <= N <= this machine's cores) or ``("tcp", (host, port))`` for
+    ``tcp://host:port``; anything else is refused in one line (whether dask-cuda and a GPU
+    are there, and whether a ``tcp://`` address is a dask scheduler, is checked before the
+    run, :func:`psens.runner._check_scheduler`).
+
+    Examples
+    --------
+    >>> parse_scheduler("local:1"), parse_scheduler("tcp://10.0.0.5:8786")
+    (('local', 1), ('tcp', ('10.0.0.5', 8786)))
+    """
+    import re
+
     s = str(scheduler)
     if s == "cuda":
-        ok = True
-    elif s.startswith("local:"):
-        ok = s[6:].isdigit() and int(s[6:]) > 0
-    elif s.startswith("tcp://"):
-        host, _, port = s[6:].rpartition(":")
-        ok = bool(host) and port.isdigit() and 0 < int(port) < 65536
-    else:
-        ok = False
-    if not ok:
+        return "cuda", None
+    local = re.fullmatch(r"local:([0-9]+)", s)
+    if local:
+        n, cores = int(local.group(1)), os.cpu_count() or 1
+        if 1 <= n <= cores:
+            return "local", n
         fail(
             WHERE,
-            f"scheduler = {s!r} is not a scheduler address",
-            "Use 'local:N' (N worker processes), 'cuda' (one worker per GPU) or 'tcp://host:port'",
+            f"scheduler = {shown(s)} asks for {n} worker processes; this machine has {cores} cores",
+            f"Use 'local:N' with 1 <= N <= {cores}",
         )
+    tcp = re.fullmatch(r"tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})", s)
+    if tcp and 0 < int(tcp.group(2)) < 65536:
+        return "tcp", (tcp.group(1).strip("[]"), int(tcp.group(2)))
+    fail(
+        WHERE,
+        f"scheduler = {shown(s)} is not a scheduler address",
+        "Use 'local:N' (N worker processes), 'cuda' (one worker per GPU) or 'tcp://host:port'",
+    )
+    raise AssertionError  # unreachable
 
 
 def apply_preset(raw: dict[str, Any]) -> dict[str, Any]:
@@ -690,7 +721,7 @@ def apply_preset(raw: dict[str, Any]) -> dict[str, Any]:
     if name is None:
         return dict(raw)
     if not isinstance(name, str) or name not in PRESETS:
-        fail(WHERE, f"preset = {name!r} is not known", f"Use one of {sorted(PRESETS)}")
+        fail(WHERE, f"preset = {shown(name)} is not known", f"Use one of {sorted(PRESETS)}")
     out = dict(raw)
     for key, value in PRESETS[name].items():
         if key in raw or (key == "solver_settings" and "solver" in raw):
@@ -708,10 +739,10 @@ def check_keys(raw: Any, names: list[str], required: tuple[str, ...], where: str
         if key not in names:
             close = difflib.get_close_matches(str(key), names, n=1)
             hint = f"Did you mean {close[0]!r}?" if close else f"Valid keys: {names}"
-            fail(where, f"unknown key {key!r}", hint.rstrip("?."))
+            fail(where, f"unknown key {shown(key)}", hint.rstrip("?."))
     for key in required:
         if key not in raw:
-            fail(where, f"the required key {key!r} is missing", f"Add {key} = ...")
+            fail(where, f"the required key {shown(key)} is missing", f"Add {key} = ...")
 
 
 def load_config(path: str | os.PathLike) -> RunConfig:
@@ -734,15 +765,7 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
         except tomllib.TOMLDecodeError as exc:
             fail(WHERE, f"{p}, {_toml_position(exc)}not valid TOML ({exc})", "Fix the syntax")
     elif p.suffix in (".yaml", ".yml"):
-        import yaml
-
-        try:
-            raw = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            line = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            fail(WHERE, f"{p}, {line}not valid YAML ({problem})", "Fix the syntax")
+        raw = read_yaml(text, p)
     else:
         fail(WHERE, f"{p} has suffix {p.suffix!r}", "Use a .toml, .yaml or .yml file")
     if not isinstance(raw, dict):
@@ -752,6 +775,85 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
             "Write one key per line (store = ..., models = [...], dataset = ...)",
         )
     return raw
+
+
+#: The most values the aliases (``*name``) of a YAML config may add to it when expanded.
+MAX_ALIAS_VALUES = 10_000
+
+
+def read_yaml(text: str, p: Path) -> Any:
+    """The value of a YAML config (the safe subset: no Python objects), refusing in one line
+    naming ``p`` and the line: bad syntax, a mapping that repeats a key (TOML refuses it;
+    PyYAML would keep the last one), and aliases that expand to more than
+    :data:`MAX_ALIAS_VALUES` values or into themselves (a "billion laughs" of a few hundred
+    bytes expands to gigabytes). The document is composed (aliases are shared nodes, so
+    this is cheap), checked, and only then built.
+    """
+    import yaml
+
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        distinct, expanded = _yaml_counts(root, p)
+        if expanded - distinct > MAX_ALIAS_VALUES:
+            fail(
+                WHERE,
+                f"{p}: its aliases (*name) expand to {expanded:,} values from {distinct:,}",
+                f"Write the values out, or use aliases that add at most {MAX_ALIAS_VALUES:,}",
+            )
+        return loader.construct_document(root)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        fail(WHERE, f"{p}, {line}not valid YAML ({problem})", "Fix the syntax")
+    except RecursionError:
+        fail(WHERE, f"{p} nests its values too deeply", "Write a flat table of keys")
+    finally:
+        loader.dispose()
+
+
+def _yaml_counts(root: Any, p: Path) -> tuple[int, int]:
+    """``(distinct nodes, nodes once every alias is expanded)`` of a composed YAML document,
+    refusing a mapping that repeats a key and an alias inside its own anchor."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: Any) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            line = node.start_mark.line + 1
+            fail(WHERE, f"{p}, line {line}: an alias refers to itself", "Remove the alias")
+        open_nodes.add(key)
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(x) for x in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            seen: set = set()
+            for k, v in node.value:
+                name = (k.tag, k.value) if isinstance(k, yaml.ScalarNode) else None
+                if name is not None and k.tag != "tag:yaml.org,2002:merge":
+                    if name in seen:
+                        fail(
+                            WHERE,
+                            f"{p}, line {k.start_mark.line + 1}: the key {shown(k.value)} "
+                            "appears twice in one table",
+                            "Keep one of them",
+                        )
+                    seen.add(name)
+                total += size(k) + size(v)
+        open_nodes.discard(key)
+        sizes[key] = total
+        return total
+
+    expanded = size(root)
+    return len(sizes), expanded
 
 
 def _toml_position(exc: Exception) -> str:

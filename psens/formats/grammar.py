@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from psens._validation import check_positive_int, fail
+from psens._validation import check_positive_int, fail, shown
 from psens.prompts import RESOLVERS, Template
 from psens.variants import EAS_ROLE
 
@@ -213,7 +213,7 @@ class Format:
             if v not in d.names:
                 fail(
                     "psens.formats.Format",
-                    f"{d.name} = {v!r} is not a value of the grammar",
+                    f"{d.name} = {shown(v)} is not a value of the grammar",
                     f"Use one of {list(d.names)}",
                 )
 
@@ -242,7 +242,7 @@ class Format:
         ):
             fail(
                 "psens.formats.Format.from_id",
-                f"{fid!r} is not a format id",
+                f"{shown(fid)} is not a format id",
                 f"Use an id like 'fmt-{'0' * len(DIMENSIONS)}' (Format.id)",
             )
         return cls(tuple(d.values[i][0] for i, d in zip(idx, DIMENSIONS, strict=True)))
@@ -425,7 +425,7 @@ class Grammar:
         where = f"grammar {self.name!r}"
         k = check_positive_int(k, where, "k")
         if design not in ("walk", "random"):
-            fail(where, f"design = {design!r} is not known", "Use 'walk' or 'random'")
+            fail(where, f"design = {shown(design)} is not known", "Use 'walk' or 'random'")
         if k > self.size:
             fail(
                 where,
@@ -521,8 +521,8 @@ def get_grammar(name: str | Grammar) -> Grammar:
     """A grammar by name (or pass one through)."""
     if isinstance(name, Grammar):
         return name
-    if name not in GRAMMARS:
-        fail("psens.formats", f"unknown grammar {name!r}", f"Use one of {sorted(GRAMMARS)}")
+    if not isinstance(name, str) or name not in GRAMMARS:
+        fail("psens.formats", f"unknown grammar {shown(name)}", f"Use one of {sorted(GRAMMARS)}")
     return GRAMMARS[name]
 
 
@@ -558,10 +558,10 @@ def formats_from_spec(spec: Mapping | Sequence, where: str = "psens.formats") ->
             fail(where, "'templates' samples formats but gives no k", "Add k = 16 (say)")
         seed = spec.get("seed", 0)
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            fail(where, f"'templates' seed = {seed!r}", "Use an integer seed >= 0")
+            fail(where, f"'templates' seed = {shown(seed)}", "Use an integer seed >= 0")
         k = spec["k"]
         if isinstance(k, bool) or not isinstance(k, int):
-            fail(where, f"'templates' k = {k!r}", "Use an integer k >= 2")
+            fail(where, f"'templates' k = {shown(k)}", "Use an integer k >= 2")
         out = get_grammar(spec.get("grammar", "default")).sample(
             k, seed, design=spec.get("design", "walk")
         )
@@ -569,7 +569,9 @@ def formats_from_spec(spec: Mapping | Sequence, where: str = "psens.formats") ->
         out = []
         for point in spec:
             if not isinstance(point, Mapping):
-                fail(where, f"'templates' lists {point!r} among points", "Write each as a table")
+                fail(
+                    where, f"'templates' lists {shown(point)} among points", "Write each as a table"
+                )
             out.append(Format.from_coords(point))
     check_distinct(out, where)
     return out
