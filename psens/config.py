@@ -49,13 +49,15 @@ Keys
                     attr ``batch_size`` (values equal a fixed batch's to float rounding);
                     refused on a device that reports no free memory (``mps``)
 ``trust_remote_code`` run a model's own code from its folder or hub repository (default
-                    false; passed to transformers only when true)
+                    false; always passed to transformers, so it never asks on the terminal)
 ``threads``         torch CPU threads (default: torch's own)
-``mask_tokens``     per-model mask-token overrides, ``{model: token}``
+``mask_tokens``     per-model mask-token overrides, ``{model: token}``, keyed by the names
+                    in ``models`` (another key is refused, naming the valid ones)
 ``generate``        store the greedy generated text (default true), ``max_new_tokens`` (8)
-``scheduler``       ``None`` (serial), ``"local:N"`` (dask LocalCluster), ``"cuda"`` (one dask
-                    worker per GPU: dask-cuda's LocalCUDACluster, ``pip install dask-cuda``)
-                    or ``"tcp://host:port"``
+``scheduler``       ``None`` (serial), ``"local:N"`` (dask LocalCluster, N at most the cores),
+                    ``"cuda"`` (one dask worker per GPU: dask-cuda's LocalCUDACluster, ``pip
+                    install dask-cuda``) or ``"tcp://host:port"`` (a dask scheduler: it must
+                    answer dask's handshake within 5 s; :func:`parse_scheduler`)
 ``cache_dir``       where GGUF models are converted (default ``~/.cache/psens/models``)
 ``noise_floor``     ``false`` (default), ``true`` (= ``"bfloat16"``) or a half-precision dtype
                     (``"bfloat16"``, ``"float16"``): score every masked prompt a second time
@@ -247,9 +249,20 @@ class RunConfig:
 
     @property
     def formats(self) -> list | None:
-        """The :class:`psens.formats.Format` points of a format-space ``templates``, or None."""
+        """The :class:`psens.formats.Format` points of a format-space ``templates``, or None.
+
+        A sampled space (``{grammar = ..., k = ...}``) draws only formats whose option labels
+        every model's tokenizer tells apart (:func:`psens.formats.grammar.scorable`), so a
+        tokenizer that cannot score lowercase or digit labels gets formats it can score;
+        explicit points are taken as given (the run refuses one that cannot be scored).
+        """
         t = self.templates
-        if isinstance(t, dict) or (isinstance(t, list | tuple) and t and isinstance(t[0], dict)):
+        if isinstance(t, dict):
+            models = json.dumps(
+                [self.models, self.cache_dir, self.trust_remote_code], sort_keys=True, default=str
+            )
+            return _formats(json.dumps(t, sort_keys=True), models)
+        if isinstance(t, list | tuple) and t and isinstance(t[0], dict):
             return _formats(json.dumps(t, sort_keys=True))
         return None
 
@@ -625,11 +638,39 @@ DEVICES = ("cpu", "cuda", "mps", "auto")
 
 
 @functools.lru_cache(maxsize=32)
-def _formats(spec: str) -> list:
-    """The formats of a ``templates`` format space (cached: sampling is deterministic)."""
+def _formats(spec: str, models: str | None = None) -> list:
+    """The formats of a ``templates`` format space (cached: sampling is deterministic);
+    with ``models`` (``[models, cache_dir, trust_remote_code]`` as JSON) only formats every
+    model's tokenizer can score (:func:`psens.formats.grammar.scorable`)."""
     from psens.formats import formats_from_spec
+    from psens.formats.grammar import scorable
 
-    return formats_from_spec(json.loads(spec), WHERE)
+    usable = None
+    if models is not None:
+        entries, cache_dir, remote = json.loads(models)
+        tokenizers = _tokenizers(entries, cache_dir, remote)
+        usable = functools.partial(scorable, tokenizers=tokenizers)
+    return formats_from_spec(json.loads(spec), WHERE, usable)
+
+
+def _tokenizers(entries: list, cache_dir: str | None, remote: bool) -> list:
+    """The tokenizer of each model that has one here (a served model's ``tokenizer``);
+    a model whose tokenizer cannot be read now (not downloaded, offline) is left out: the
+    run checks every format under it before its store (``_check_answer_tokens``)."""
+    from psens.models.served import load_tokenizer
+    from psens.models.spec import ModelSpec
+
+    out = []
+    for entry in entries:
+        try:
+            spec = ModelSpec.from_entry(entry, cache_dir, WHERE)
+            name = spec.served.tokenizer if spec.is_served else spec.entry
+            out.append(
+                load_tokenizer(name, cache_dir, trust_remote_code=remote and not spec.is_served)[0]
+            )
+        except Exception:  # any failure to read it: the run's own check decides
+            continue
+    return out
 
 
 def _wrong_type(key: str, value: Any, expected: str) -> None:

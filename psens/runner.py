@@ -246,10 +246,10 @@ class Plan:
                 for t, name in enumerate(self.templates):
                     shown = self.version(s, name)[0]
                     self.prompts[s, h, t] = prompts.render(shown, name, shots=self.shots[k])
-        self.targets = [
-            prompts.render_spans(it, self.templates[0]).target if it.is_mcq else it.answer
-            for it in self.items
-        ]
+        # an MCQ target in the item's own labels, the label space of the stored predictions
+        # (a format that shows "a" or "1" labels shows the same option)
+        prefix = prompts.get_template(self.templates[0]).answer_prefix
+        self.targets = [prefix + it.answer if it.is_mcq else it.answer for it in self.items]
 
     def version(self, sample: int, template: str) -> tuple[Any, list]:
         """The item and variables a template shows for a sample: the item itself, or (with
@@ -1253,7 +1253,9 @@ def _check_answer_tokens(cfg: RunConfig, plan: Plan) -> None:
 
     for spec in cfg.model_specs:
         tok, _ = load_tokenizer(
-            spec.served.tokenizer if spec.is_served else spec.entry, cfg.cache_dir
+            spec.served.tokenizer if spec.is_served else spec.entry,
+            cfg.cache_dir,
+            trust_remote_code=cfg.trust_remote_code and not spec.is_served,
         )
         for s, it in enumerate(plan.items):
             if not it.is_mcq:

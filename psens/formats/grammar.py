@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from psens._validation import check_positive_int, fail, shown
+from psens.datasets import Item
 from psens.prompts import RESOLVERS, Template
 from psens.variants import EAS_ROLE
 
@@ -39,6 +40,7 @@ __all__ = [
     "DIMENSIONS",
     "GRAMMARS",
     "IPS_POINTS",
+    "PROBE",
     "Dimension",
     "Format",
     "Grammar",
@@ -48,6 +50,7 @@ __all__ = [
     "get_grammar",
     "neighbours",
     "sample",
+    "scorable",
 ]
 
 _CODES = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -413,8 +416,19 @@ class Grammar:
                     out.append(g)
         return out
 
-    def sample(self, k: int, seed: int = 0, *, design: str = "walk") -> list[Format]:
+    def sample(
+        self,
+        k: int,
+        seed: int = 0,
+        *,
+        design: str = "walk",
+        usable: Callable[[Format], bool] | None = None,
+    ) -> list[Format]:
         """``k`` distinct formats (distinct renderings), reproducible from ``seed``.
+
+        ``usable``: only formats it accepts are drawn (a run passes "every model of the run
+        can score it", :func:`scorable`); where it accepts every format, the draw is the one
+        without it.
 
         ``design="random"`` draws points uniformly without replacement (as FormatSpread
         does); ``design="walk"`` (default) starts at a random point and adds, one at a time,
@@ -436,8 +450,17 @@ class Grammar:
         chosen: list[Format] = []
         keys: set[tuple] = set()
 
+        verdicts: dict[Format, bool] = {}
+
+        def ok(f: Format) -> bool:
+            if usable is None:
+                return True
+            if f not in verdicts:
+                verdicts[f] = bool(usable(f))
+            return verdicts[f]
+
         def take(f: Format) -> bool:
-            if f.problem() is not None or f.spec_key() in keys:
+            if f.problem() is not None or f.spec_key() in keys or not ok(f):
                 return False
             chosen.append(f)
             keys.add(f.spec_key())
@@ -455,7 +478,7 @@ class Grammar:
                     return None
                 pos += 1
                 f = self.point(int(order[pos - 1]))
-                if f.problem() is None and f.spec_key() not in keys:
+                if f.problem() is None and f.spec_key() not in keys and ok(f):
                     return f
 
         first = next_random()
@@ -465,16 +488,22 @@ class Grammar:
             f = None
             if design == "walk":
                 for i in rng.permutation(len(chosen)):
-                    near = [g for g in self.neighbours(chosen[int(i)]) if g.spec_key() not in keys]
+                    near = [
+                        g
+                        for g in self.neighbours(chosen[int(i)])
+                        if g.spec_key() not in keys and ok(g)
+                    ]
                     if near:
                         f = near[int(rng.integers(len(near)))]
                         break
             else:
                 f = next_random()
             if f is None:
+                scored = " that every model can score" if usable is not None else ""
                 fail(
                     where,
-                    f"k = {k} but only {len(chosen)} formats of the space render distinctly",
+                    f"k = {k} but only {len(chosen)} formats of the space{scored} render "
+                    "distinctly",
                     f"Use k <= {len(chosen)} or a larger grammar",
                 )
             take(f)
@@ -539,12 +568,35 @@ def eas_point(template_id: str) -> Format:
     )
 
 
-def formats_from_spec(spec: Mapping | Sequence, where: str = "psens.formats") -> list[Format]:
+#: The item on which :func:`scorable` checks a format's answer tokens: three options, as
+#: few as a tokenizer that splits a label from its space (``" a"`` -> ``" "`` + ``"a"``)
+#: needs to collide; an item with more options is checked again by the run.
+PROBE = Item(
+    "psens-probe", "Which of these is a number?", (("A", "one"), ("B", "red"), ("C", "cat")), "A"
+)
+
+
+def scorable(f: Format, tokenizers: Sequence, item: Item = PROBE) -> bool:
+    """Whether every tokenizer gives the option labels of ``f`` distinct answer tokens
+    (:func:`psens.models.scorer.labels_apart` on ``item``, :data:`PROBE` by default): a
+    tokenizer that reads ``" a"`` as ``" "`` + ``"a"`` cannot score lowercase labels."""
+    from psens.models.scorer import labels_apart
+
+    t = f.template()
+    return all(labels_apart(tok, item, t) for tok in tokenizers)
+
+
+def formats_from_spec(
+    spec: Mapping | Sequence,
+    where: str = "psens.formats",
+    usable: Callable[[Format], bool] | None = None,
+) -> list[Format]:
     """The formats of a run config's ``templates`` value.
 
-    ``{grammar = "default", k = 16, seed = 0[, design = "walk"]}`` samples ``k`` formats;
-    a list of tables (``[{case = "upper"}, {enum = "(A)"}]``) gives explicit points (missing
-    dimensions take ips1's value). Refuses unknown keys, bad points and duplicates.
+    ``{grammar = "default", k = 16, seed = 0[, design = "walk"]}`` samples ``k`` formats
+    (only formats ``usable`` accepts, when given: :meth:`Grammar.sample`); a list of tables
+    (``[{case = "upper"}, {enum = "(A)"}]``) gives explicit points (missing dimensions take
+    ips1's value). Refuses unknown keys, bad points and duplicates.
     """
     if isinstance(spec, Mapping):
         unknown = set(spec) - {"grammar", "k", "seed", "design"}
@@ -563,7 +615,7 @@ def formats_from_spec(spec: Mapping | Sequence, where: str = "psens.formats") ->
         if isinstance(k, bool) or not isinstance(k, int):
             fail(where, f"'templates' k = {shown(k)}", "Use an integer k >= 2")
         out = get_grammar(spec.get("grammar", "default")).sample(
-            k, seed, design=spec.get("design", "walk")
+            k, seed, design=spec.get("design", "walk"), usable=usable
         )
     else:
         out = []

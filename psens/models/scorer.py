@@ -52,6 +52,7 @@ with bfloat16 ~1.3 (out of 2), measured in ``make bench`` (docs/performance.md).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -66,7 +67,15 @@ from psens.models.hardware import available_ram as _available_ram
 from psens.models.mask_tokens import MaskToken
 from psens.models.tree import TreeForward, supports, target_log_probs
 
-__all__ = ["CLAMP", "Encoded", "Prediction", "Scorer", "follow_id", "option_token_ids"]
+__all__ = [
+    "CLAMP",
+    "Encoded",
+    "Prediction",
+    "Scorer",
+    "follow_id",
+    "labels_apart",
+    "option_token_ids",
+]
 
 #: p is clamped to [CLAMP, 1 - CLAMP] before the log-odds.
 CLAMP = 1e-7
@@ -179,10 +188,44 @@ def option_token_ids(
         fail(
             where,
             f"template {t.name!r}: the option labels {list(shown.values())} of item "
-            f"{item.id!r} do not begin with distinct answer tokens",
-            "Use a label style whose labels tokenise apart (labels A, a or 1)",
+            f"{item.id!r} do not begin with distinct answer tokens under this tokenizer",
+            _labels_apart(tokenizer, item, t),
         )
     return ids
+
+
+def labels_apart(tokenizer, item: Item, template: str | _prompts.Template) -> bool:
+    """Whether the option labels of an MCQ ``item`` under ``template`` begin with distinct
+    answer tokens under ``tokenizer`` (:func:`option_token_ids` without its refusal)."""
+    ids = option_token_ids(tokenizer, item, template, check=False)
+    return len(set(ids.values())) == len(ids)
+
+
+def _labels_apart(tokenizer, item: Item, t: _prompts.Template) -> str:
+    """The fix of a refusal by :func:`option_token_ids`: the label styles whose labels do
+    tokenise apart here (for a format of :mod:`psens.formats`: its enumerations)."""
+    if t.name.startswith("fmt-"):
+        from psens.formats.grammar import DIMENSIONS, Format
+
+        f = Format.from_id(t.name)
+        enums = next(d for d in DIMENSIONS if d.name == "enum").names
+        good = [
+            v
+            for v in enums
+            if v != f.coords["enum"] and labels_apart(tokenizer, item, f.replace(enum=v).template())
+        ]
+        if good:
+            return f"Use formats whose enum is one of {good} (their labels tokenise apart here)"
+    else:
+        named = {"": "the item's own", "A": "A", "a": "a", "1": "1"}
+        good = [
+            named[s]
+            for s in _prompts.LABEL_STYLES
+            if s != t.labels and labels_apart(tokenizer, item, dataclasses.replace(t, labels=s))
+        ]
+        if good:
+            return f"Use a label style whose labels tokenise apart here: {' or '.join(good)}"
+    return "No label style tokenises apart under this tokenizer: score this item with another model"
 
 
 class Scorer:
