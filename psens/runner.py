@@ -1248,6 +1248,7 @@ def _check_answer_tokens(cfg: RunConfig, plan: Plan) -> None:
     under every model's tokenizer (checked on the tokenizers alone, before the store)."""
     if cfg.formats is None:
         return
+    from psens.formats.grammar import Format, scorable_enums
     from psens.models.scorer import option_token_ids
     from psens.models.served import load_tokenizer
 
@@ -1262,7 +1263,18 @@ def _check_answer_tokens(cfg: RunConfig, plan: Plan) -> None:
                 continue
             for t, name in enumerate(plan.templates):
                 prompt = str(plan.prompts[s, 0, t])
-                option_token_ids(tok, it, name, prompt, where=f"psens run, model {spec.name!r}")
+                ids = option_token_ids(tok, it, name, prompt, check=False)
+                if len(set(ids.values())) == len(ids):
+                    continue
+                good = scorable_enums(Format.from_id(name), tok, it)
+                fail(
+                    f"psens run, model {shown(spec.name)}",
+                    f"format {name}: the option labels of item {shown(it.id)} do not begin "
+                    "with distinct answer tokens under this tokenizer",
+                    f"Use formats whose enum is one of {good} (their labels tokenise apart)"
+                    if good
+                    else "No enumeration tokenises apart here: score it with another model",
+                )
 
 
 def _recompute_damaged(path: str, run_id: str | None, say) -> None:

@@ -51,6 +51,7 @@ __all__ = [
     "neighbours",
     "sample",
     "scorable",
+    "scorable_enums",
 ]
 
 _CODES = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -584,6 +585,14 @@ def scorable(f: Format, tokenizers: Sequence, item: Item = PROBE) -> bool:
 
     t = f.template()
     return all(labels_apart(tok, item, t) for tok in tokenizers)
+
+
+def scorable_enums(f: Format, tokenizer, item: Item = PROBE) -> list[str]:
+    """The enumerations (``enum`` values) with which ``f``'s option labels begin with
+    distinct answer tokens under ``tokenizer`` on ``item``: what a run names when it refuses
+    a format it cannot score."""
+    enums = _BY_NAME["enum"].names
+    return [v for v in enums if scorable(f.replace(enum=v), [tokenizer], item)]
 
 
 def formats_from_spec(

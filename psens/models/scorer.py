@@ -203,28 +203,16 @@ def labels_apart(tokenizer, item: Item, template: str | _prompts.Template) -> bo
 
 def _labels_apart(tokenizer, item: Item, t: _prompts.Template) -> str:
     """The fix of a refusal by :func:`option_token_ids`: the label styles whose labels do
-    tokenise apart here (for a format of :mod:`psens.formats`: its enumerations)."""
-    if t.name.startswith("fmt-"):
-        from psens.formats.grammar import DIMENSIONS, Format
-
-        f = Format.from_id(t.name)
-        enums = next(d for d in DIMENSIONS if d.name == "enum").names
-        good = [
-            v
-            for v in enums
-            if v != f.coords["enum"] and labels_apart(tokenizer, item, f.replace(enum=v).template())
-        ]
-        if good:
-            return f"Use formats whose enum is one of {good} (their labels tokenise apart here)"
-    else:
-        named = {"": "the item's own", "A": "A", "a": "a", "1": "1"}
-        good = [
-            named[s]
-            for s in _prompts.LABEL_STYLES
-            if s != t.labels and labels_apart(tokenizer, item, dataclasses.replace(t, labels=s))
-        ]
-        if good:
-            return f"Use a label style whose labels tokenise apart here: {' or '.join(good)}"
+    tokenise apart here (a format run names enumerations instead,
+    :func:`psens.formats.grammar.scorable_enums`)."""
+    named = {"": "the item's own", "A": "A", "a": "a", "1": "1"}
+    good = [
+        named[s]
+        for s in _prompts.LABEL_STYLES
+        if s != t.labels and labels_apart(tokenizer, item, dataclasses.replace(t, labels=s))
+    ]
+    if good:
+        return f"Use a label style whose labels tokenise apart here: {' or '.join(good)}"
     return "No label style tokenises apart under this tokenizer: score this item with another model"
 
 
