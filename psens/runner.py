@@ -548,9 +548,9 @@ SCHEDULER_TIMEOUT = 5.0
 def _check_reachable(scheduler: str | None, timeout: float | None = None) -> None:
     """Refuse a ``tcp://host:port`` that is not a dask scheduler answering within
     ``timeout`` seconds (default :data:`SCHEDULER_TIMEOUT`), before the store is created:
-    nobody listens, the peer does not
-    complete dask's handshake (silent, or another protocol), or it answers the ``identity``
-    request as something other than a scheduler."""
+    nobody listens, the peer does not complete dask's handshake (it is silent, or speaks
+    another protocol: dask would read its bytes as frame sizes), or it answers dask's
+    ``identity`` request as something other than a scheduler."""
     if not scheduler:
         return
     kind, address = parse_scheduler(scheduler)
