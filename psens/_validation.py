@@ -7,6 +7,9 @@ learn the fix from the message, before any expensive work starts.
 
 from __future__ import annotations
 
+import reprlib
+from typing import Any
+
 import numpy as np
 
 __all__ = [
@@ -17,10 +20,37 @@ __all__ = [
     "check_same_shape",
     "fail",
     "max_players",
+    "shown",
 ]
 
 #: Largest number of players a game may have by default (2**24 float64 = 128 MiB per game).
 MAX_PLAYERS = 24
+
+
+#: The most characters of a user's value a message quotes (:func:`shown`).
+SHOWN_CHARS = 80
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxother, _REPR.maxstring, _REPR.maxlong = 3, 60, SHOWN_CHARS, 40
+_REPR.maxdict = _REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxfrozenset = 6
+
+
+def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
+    """``repr(value)`` as a message quotes it: at most ``limit`` characters (cut with
+    ``"..."``), built without writing out a large value in full (a nested list of a million
+    entries costs as much as one of six).
+
+    Examples
+    --------
+    >>> shown("ips1")
+    "'ips1'"
+    >>> shown(list(range(10**6)))
+    '[0, 1, 2, 3, 4, 5, ...]'
+    >>> len(shown("x" * 500)) <= 80
+    True
+    """
+    text = _REPR.repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def fail(where: str, problem: str, fix: str, exc: type[Exception] = ValueError) -> None:
@@ -114,14 +144,16 @@ def check_in_interval(
     try:
         xf = float(x)
     except (TypeError, ValueError):
-        fail(where, f"{name}={x!r} is not a number", f"Pass a number for {name}", TypeError)
+        fail(where, f"{name}={shown(x)} is not a number", f"Pass a number for {name}", TypeError)
     lo_ok = xf >= low if closed in ("left", "both") else xf > low
     hi_ok = xf <= high if closed in ("right", "both") else xf < high
     if not (lo_ok and hi_ok and np.isfinite(xf)):
         lb = "[" if closed in ("left", "both") else "("
         rb = "]" if closed in ("right", "both") else ")"
         fail(
-            where, f"{name}={x!r} is outside {lb}{low}, {high}{rb}", f"Choose {name} in that range"
+            where,
+            f"{name}={shown(x)} is outside {lb}{low}, {high}{rb}",
+            f"Choose {name} in that range",
         )
     return xf
 
@@ -129,7 +161,7 @@ def check_in_interval(
 def check_positive_int(x: int, where: str, name: str, *, minimum: int = 1) -> int:
     """Check an integer ``x >= minimum``."""
     if isinstance(x, bool) or not isinstance(x, int | np.integer):
-        fail(where, f"{name}={x!r} is not an integer", f"Pass an integer {name}", TypeError)
+        fail(where, f"{name}={shown(x)} is not an integer", f"Pass an integer {name}", TypeError)
     if x < minimum:
         fail(where, f"{name}={x} is below {minimum}", f"Pass {name} >= {minimum}")
     return int(x)

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         return _dispatch(args)
     except (ValueError, KeyError, TypeError) as exc:
         msg = exc.args[0] if exc.args else str(exc)
-        print(f"error: {msg}", file=sys.stderr)
+        print(_terminal_safe(f"error: {msg}"), file=sys.stderr)
         return 2
     except OSError as exc:  # a path that cannot be read or written: one line, no traceback
         if exc.errno is None and exc.args:  # raised with a message (psens' own)
@@ -68,6 +68,24 @@ def main(argv: list[str] | None = None) -> int:
         where = f" ({exc.filename})" if exc.filename else ""
         print(f"error: psens {args.command}: {what}{where}. Check the path", file=sys.stderr)
         return 2
+
+
+def _terminal_safe(text: str) -> str:
+    r"""``text`` with every control character but line breaks and tabs written as an escape
+    (``"\x1b"``), so that names read from a file (a model, a sample, a template) cannot move
+    the cursor, recolour or retitle the terminal (ESC and OSC sequences).
+
+    Examples
+    --------
+    >>> _terminal_safe("model \x1b]0;title\x07 ok\n")
+    'model \\x1b]0;title\\x07 ok\n'
+    """
+    import unicodedata
+
+    return "".join(
+        c if c in "\n\t" or unicodedata.category(c) not in ("Cc", "Cf") else repr(c)[1:-1]
+        for c in text
+    )
 
 
 def _dispatch(args) -> int:
@@ -124,9 +142,9 @@ def _dispatch(args) -> int:
         from psens import method_runs
 
         if method_runs.is_method_run(args.store):  # an EAS, DBSA or subjective PSS run file
-            print(method_runs.summarize(method_runs.open_run(args.store)))
+            print(_terminal_safe(method_runs.summarize(method_runs.open_run(args.store))))
             return 0
-        print(summarize(store.open_run(args.store, verify=True)))
+        print(_terminal_safe(summarize(store.open_run(args.store, verify=True))))
         return 0
     if args.command == "export":
         store.check_export_target(args.out, overwrite=args.overwrite, source=args.store)
@@ -144,7 +162,7 @@ def _dispatch(args) -> int:
         return 0
     if args.command == "verify":
         found = store.verify(args.store)
-        print(found.report())
+        print(_terminal_safe(found.report()))
         return 0 if found.ok else 1
     raise AssertionError(args.command)
 

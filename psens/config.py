@@ -50,7 +50,7 @@ Keys
                     attr ``batch_size`` (values equal a fixed batch's to float rounding);
                     refused on a device that reports no free memory (``mps``)
 ``trust_remote_code`` run a model's own code from its folder or hub repository (default
-                    false; passed to transformers only when true)
+                    false; always passed to transformers, so it never asks on the terminal)
 ``allow_code_execution`` run the code a model generates for a code item (HumanEval) to
                     score it (default false; a ``humaneval`` run that generates text is
                     refused without it). Each completion runs in a sandbox
@@ -61,11 +61,13 @@ Keys
                     solution's (:func:`psens.pss.answers.run_humaneval`); ``max_new_tokens``
                     must leave room for a function body
 ``threads``         torch CPU threads (default: torch's own)
-``mask_tokens``     per-model mask-token overrides, ``{model: token}``
+``mask_tokens``     per-model mask-token overrides, ``{model: token}``, keyed by the names
+                    in ``models`` (another key is refused, naming the valid ones)
 ``generate``        store the greedy generated text (default true), ``max_new_tokens`` (8)
-``scheduler``       ``None`` (serial), ``"local:N"`` (dask LocalCluster), ``"cuda"`` (one dask
-                    worker per GPU: dask-cuda's LocalCUDACluster, ``pip install dask-cuda``)
-                    or ``"tcp://host:port"``
+``scheduler``       ``None`` (serial), ``"local:N"`` (dask LocalCluster, N at most the cores),
+                    ``"cuda"`` (one dask worker per GPU: dask-cuda's LocalCUDACluster, ``pip
+                    install dask-cuda``) or ``"tcp://host:port"`` (a dask scheduler: it must
+                    answer dask's handshake within 5 s; :func:`parse_scheduler`)
 ``cache_dir``       where GGUF models are converted (default ``~/.cache/psens/models``)
 ``noise_floor``     ``false`` (default), ``true`` (= ``"bfloat16"``) or a half-precision dtype
                     (``"bfloat16"``, ``"float16"``): score every masked prompt a second time
@@ -117,7 +119,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from psens._validation import check_in_interval, check_positive_int, fail
+from psens._validation import check_in_interval, check_positive_int, fail, shown
 from psens.models.loading import DTYPE_NAMES  # the one table of dtype names
 from psens.prompts import VARIABLE_RULES
 from psens.settings import (
@@ -134,7 +136,15 @@ from psens.settings import (
 if TYPE_CHECKING:
     from psens.models.spec import ModelSpec
 
-__all__ = ["PRESETS", "TEMPLATE_SETS", "RunConfig", "load_config", "read_config_file"]
+__all__ = [
+    "PRESETS",
+    "TEMPLATE_SETS",
+    "RunConfig",
+    "load_config",
+    "parse_scheduler",
+    "read_config_file",
+    "read_yaml",
+]
 
 #: template set names accepted by ``templates = "<name>"``
 TEMPLATE_SETS: dict[str, tuple[str, ...]] = {
@@ -281,7 +291,7 @@ class RunConfig:
             if self.dataset not in PUBLISHED_KEYS:
                 fail(
                     WHERE,
-                    f'templates = "prosa" but ProSA published no prompts for {self.dataset!r}',
+                    f'templates = "prosa" but ProSA published no prompts for {shown(self.dataset)}',
                     f"Use one of the datasets {sorted(PUBLISHED_KEYS)} or list templates",
                 )
             return register_published(self.dataset)
@@ -294,9 +304,20 @@ class RunConfig:
 
     @property
     def formats(self) -> list | None:
-        """The :class:`psens.formats.Format` points of a format-space ``templates``, or None."""
+        """The :class:`psens.formats.Format` points of a format-space ``templates``, or None.
+
+        A sampled space (``{grammar = ..., k = ...}``) draws only formats whose option labels
+        every model's tokenizer tells apart (:func:`psens.formats.grammar.scorable`), so a
+        tokenizer that cannot score lowercase or digit labels gets formats it can score;
+        explicit points are taken as given (the run refuses one that cannot be scored).
+        """
         t = self.templates
-        if isinstance(t, dict) or (isinstance(t, list | tuple) and t and isinstance(t[0], dict)):
+        if isinstance(t, dict):
+            models = json.dumps(
+                [self.models, self.cache_dir, self.trust_remote_code], sort_keys=True, default=str
+            )
+            return _formats(json.dumps(t, sort_keys=True), self.answer, models)
+        if isinstance(t, list | tuple) and t and isinstance(t[0], dict):
             return _formats(json.dumps(t, sort_keys=True), self.answer)
         return None
 
@@ -349,7 +370,7 @@ class RunConfig:
             if t not in prompts.TEMPLATES and self.formats is None:
                 fail(
                     WHERE,
-                    f"unknown template {t!r} in 'templates'",
+                    f"unknown template {shown(t)} in 'templates'",
                     f"Use a set name {sorted(TEMPLATE_SETS)} or templates from "
                     f"{sorted(prompts.TEMPLATES)}",
                 )
@@ -372,7 +393,11 @@ class RunConfig:
             )
         if self.shots is not None:
             if not self.shots or any(not isinstance(k, int) or k < 0 for k in self.shots):
-                fail(WHERE, f"'shots' = {self.shots!r}", "Use a list of shot counts like [0, 1, 3]")
+                fail(
+                    WHERE,
+                    f"'shots' = {shown(self.shots)}",
+                    "Use a list of shot counts like [0, 1, 3]",
+                )
         max_vars = prompts.MAX_VARIABLES
         check_positive_int(self.n_vars, WHERE, "n_vars", minimum=0)  # 0: predictions only
         if self.n_vars > max_vars:
@@ -385,7 +410,7 @@ class RunConfig:
             )
         check_in_interval(self.tau, WHERE, "tau", 0.0, 1.0)
         if isinstance(self.samples, bool) or not isinstance(self.samples, int | list | tuple):
-            fail(WHERE, f"'samples' = {self.samples!r}", "Give a count or a list of item ids")
+            fail(WHERE, f"'samples' = {shown(self.samples)}", "Give a count or a list of item ids")
         if isinstance(self.samples, int):
             check_positive_int(self.samples, WHERE, "samples")
         try:
@@ -413,10 +438,10 @@ class RunConfig:
         if self.threads is not None:
             check_positive_int(self.threads, WHERE, "threads")
         if self.scheduler is not None:
-            _check_scheduler(self.scheduler)
+            parse_scheduler(self.scheduler)
         _check_device(self.device)
         if self.dtype is not None and self.dtype not in DTYPES:
-            fail(WHERE, f"dtype = {self.dtype!r} is not known", f"Use one of {list(DTYPES)}")
+            fail(WHERE, f"dtype = {shown(self.dtype)} is not known", f"Use one of {list(DTYPES)}")
         self._check_noise_floor()
         self._check_code_execution()
         if self.cache_dir is not None:
@@ -424,15 +449,17 @@ class RunConfig:
             if folder.exists() and not folder.is_dir():
                 fail(
                     WHERE,
-                    f"cache_dir = {self.cache_dir!r} is a file, not a folder",
+                    f"cache_dir = {shown(self.cache_dir)} is a file, not a folder",
                     "Point cache_dir at a folder (it is created if missing)",
                 )
-        unknown_overrides = set(self.mask_tokens) - set(names)
+        models = self.model_names
+        unknown_overrides = [k for k in self.mask_tokens if k not in models]
         if unknown_overrides:
             fail(
                 WHERE,
-                f"'mask_tokens' names models not in 'models': {sorted(unknown_overrides)}",
-                "Key the overrides by the names used in 'models'",
+                f"'mask_tokens' is keyed by models, and {shown(unknown_overrides)} "
+                "are not in 'models'",
+                f"Key the overrides by the names in 'models': {shown(models)}",
             )
 
     def _check_code_execution(self) -> None:
@@ -461,18 +488,18 @@ class RunConfig:
         ):
             value = getattr(self, key)
             if not isinstance(value, str) or value not in known:
-                fail(WHERE, f"{key} = {value!r} is not known", f"Use one of {list(known)}")
+                fail(WHERE, f"{key} = {shown(value)} is not known", f"Use one of {list(known)}")
         if self.cloze_norm is not None:
             if not isinstance(self.cloze_norm, str) or self.cloze_norm not in CLOZE_NORMS:
                 fail(
                     WHERE,
-                    f"cloze_norm = {self.cloze_norm!r} is not known",
+                    f"cloze_norm = {shown(self.cloze_norm)} is not known",
                     f"Use one of {list(CLOZE_NORMS)}",
                 )
             if self.answer != "cloze":
                 fail(
                     WHERE,
-                    f'cloze_norm = {self.cloze_norm!r} but answer = "{self.answer}": it '
+                    f'cloze_norm = {shown(self.cloze_norm)} but answer = "{self.answer}": it '
                     "normalises the options' scores of cloze runs",
                     'Set answer = "cloze", or drop cloze_norm',
                 )
@@ -532,7 +559,7 @@ class RunConfig:
             if prompts.get_template(t).kind != "open" or prompts.rewrite_of(t):
                 fail(
                     WHERE,
-                    f"template {t!r} with 'perturbations': the rewrites are for open-ended "
+                    f"template {shown(t)} with 'perturbations': the rewrites are for open-ended "
                     "templates given without a rewrite",
                     'Use templates = ["open", "open-case"]; the run adds ":paraphrase" and '
                     '":reorder"',
@@ -568,7 +595,7 @@ class RunConfig:
         ):
             fail(
                 WHERE,
-                f"noise_floor = {value!r} is not a half-precision dtype",
+                f"noise_floor = {shown(value)} is not a half-precision dtype",
                 f"Use noise_floor = false, true (bfloat16) or one of {sorted(set(FLOOR_DTYPES))}",
             )
         if self.predictions_only and not isinstance(self.solver, str):
@@ -587,7 +614,7 @@ class RunConfig:
         if self.floor_dtype is not None and self.floor_dtype == run_dtype:
             fail(
                 WHERE,
-                f"noise_floor = {value!r} is the run's own dtype ({self.dtype}): the two "
+                f"noise_floor = {shown(value)} is the run's own dtype ({self.dtype}): the two "
                 "scorings would be the same",
                 "Use another dtype for noise_floor (bfloat16 or float16) or for 'dtype'",
             )
@@ -617,7 +644,7 @@ class RunConfig:
             fail(
                 WHERE,
                 f"'models' must be a non-empty list of names or served-model tables, got "
-                f"{self.models!r}",
+                f"{shown(self.models)}",
                 'Write models = ["name", {name = "...", base_url = "http://...", ...}]',
             )
         if isinstance(self.samples, list | tuple):
@@ -626,7 +653,7 @@ class RunConfig:
             if not all(isinstance(x, str) for x in self.samples):
                 fail(
                     WHERE,
-                    f"'samples' lists {self.samples!r}; item ids are strings",
+                    f"'samples' lists {shown(self.samples)}; item ids are strings",
                     'Quote the ids (samples = ["id1", "id2"]) or give a count (samples = 20)',
                 )
         t = self.templates
@@ -653,7 +680,7 @@ class RunConfig:
             if not isinstance(value, bool):
                 fail(
                     WHERE,
-                    f"'{key}' must be true or false, got {value!r}",
+                    f"'{key}' must be true or false, got {shown(value)}",
                     f"Write {key} = true or {key} = false (without quotes)",
                     TypeError,
                 )
@@ -730,18 +757,47 @@ DEVICES = ("cpu", "cuda", "mps", "auto")
 
 
 @functools.lru_cache(maxsize=32)
-def _formats(spec: str, answer: str = DEFAULT_ANSWER) -> list:
+def _formats(spec: str, answer: str = DEFAULT_ANSWER, models: str | None = None) -> list:
     """The formats of a ``templates`` format space (cached: sampling is deterministic); in
-    a cloze run, distinct in their cloze forms."""
+    a cloze run, distinct in their cloze forms; with ``models`` (``[models, cache_dir,
+    trust_remote_code]`` as JSON) in a letter run, only formats every model's tokenizer can
+    score (:func:`psens.formats.grammar.scorable`; a cloze run scores no label)."""
     from psens.formats import formats_from_spec
+    from psens.formats.grammar import scorable
 
-    return formats_from_spec(json.loads(spec), WHERE, answer if answer in ANSWERS else "letter")
+    answer = answer if answer in ANSWERS else "letter"
+    usable = None
+    if models is not None and answer == "letter":
+        entries, cache_dir, remote = json.loads(models)
+        tokenizers = _tokenizers(entries, cache_dir, remote)
+        usable = functools.partial(scorable, tokenizers=tokenizers)
+    return formats_from_spec(json.loads(spec), WHERE, answer, usable)
+
+
+def _tokenizers(entries: list, cache_dir: str | None, remote: bool) -> list:
+    """The tokenizer of each model that has one here (a served model's ``tokenizer``);
+    a model whose tokenizer cannot be read now (not downloaded, offline) is left out: the
+    run checks every format under it before its store (``_check_answer_tokens``)."""
+    from psens.models.served import load_tokenizer
+    from psens.models.spec import ModelSpec
+
+    out = []
+    for entry in entries:
+        try:
+            spec = ModelSpec.from_entry(entry, cache_dir, WHERE)
+            name = spec.served.tokenizer if spec.is_served else spec.entry
+            out.append(
+                load_tokenizer(name, cache_dir, trust_remote_code=remote and not spec.is_served)[0]
+            )
+        except Exception:  # any failure to read it: the run's own check decides
+            continue
+    return out
 
 
 def _wrong_type(key: str, value: Any, expected: str) -> None:
     fail(
         WHERE,
-        f"'{key}' must be {expected}, got {value!r} ({type(value).__name__})",
+        f"'{key}' must be {expected}, got {shown(value)} ({type(value).__name__})",
         f"Fix the value of {key}",
         TypeError,
     )
@@ -757,7 +813,7 @@ def _check_unique(values: Any, key: str) -> None:
         except TypeError:  # unhashable: the type checks report it
             return
         if repeated:
-            fail(WHERE, f"'{key}' lists {x!r} twice", f"Remove the duplicate from {key}")
+            fail(WHERE, f"'{key}' lists {shown(x)} twice", f"Remove the duplicate from {key}")
 
 
 def _check_device(device: str) -> None:
@@ -767,30 +823,47 @@ def _check_device(device: str) -> None:
     if not ok:
         fail(
             WHERE,
-            f"device = {device!r} is not known",
+            f"device = {shown(device)} is not known",
             "Use 'cpu', 'cuda', 'cuda:N', 'mps' or 'auto'",
         )
 
 
-def _check_scheduler(scheduler: str) -> None:
-    """``local:N`` (N >= 1), ``cuda`` or ``tcp://host:port`` (whether dask-cuda and a GPU are
-    there is checked before the run, :func:`psens.runner._check_scheduler`)."""
+def parse_scheduler(scheduler: str) -> tuple[str, Any]:
+    """The one reading of ``scheduler``: ``("cuda", None)``, ``("local", N)`` for
+    ``local:N`` (1 <= N <= this machine's cores) or ``("tcp", (host, port))`` for
+    ``tcp://host:port``; anything else is refused in one line (whether dask-cuda and a GPU
+    are there, and whether a ``tcp://`` address is a dask scheduler, is checked before the
+    run, :func:`psens.runner._check_scheduler`).
+
+    Examples
+    --------
+    >>> parse_scheduler("local:1"), parse_scheduler("tcp://10.0.0.5:8786")
+    (('local', 1), ('tcp', ('10.0.0.5', 8786)))
+    """
+    import re
+
     s = str(scheduler)
     if s == "cuda":
-        ok = True
-    elif s.startswith("local:"):
-        ok = s[6:].isdigit() and int(s[6:]) > 0
-    elif s.startswith("tcp://"):
-        host, _, port = s[6:].rpartition(":")
-        ok = bool(host) and port.isdigit() and 0 < int(port) < 65536
-    else:
-        ok = False
-    if not ok:
+        return "cuda", None
+    local = re.fullmatch(r"local:([0-9]+)", s)
+    if local:
+        n, cores = int(local.group(1)), os.cpu_count() or 1
+        if 1 <= n <= cores:
+            return "local", n
         fail(
             WHERE,
-            f"scheduler = {s!r} is not a scheduler address",
-            "Use 'local:N' (N worker processes), 'cuda' (one worker per GPU) or 'tcp://host:port'",
+            f"scheduler = {shown(s)} asks for {n} worker processes; this machine has {cores} cores",
+            f"Use 'local:N' with 1 <= N <= {cores}",
         )
+    tcp = re.fullmatch(r"tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})", s)
+    if tcp and 0 < int(tcp.group(2)) < 65536:
+        return "tcp", (tcp.group(1).strip("[]"), int(tcp.group(2)))
+    fail(
+        WHERE,
+        f"scheduler = {shown(s)} is not a scheduler address",
+        "Use 'local:N' (N worker processes), 'cuda' (one worker per GPU) or 'tcp://host:port'",
+    )
+    raise AssertionError  # unreachable
 
 
 def apply_preset(raw: dict[str, Any]) -> dict[str, Any]:
@@ -810,7 +883,7 @@ def apply_preset(raw: dict[str, Any]) -> dict[str, Any]:
     if name is None:
         return dict(raw)
     if not isinstance(name, str) or name not in PRESETS:
-        fail(WHERE, f"preset = {name!r} is not known", f"Use one of {sorted(PRESETS)}")
+        fail(WHERE, f"preset = {shown(name)} is not known", f"Use one of {sorted(PRESETS)}")
     out = dict(raw)
     for key, value in PRESETS[name].items():
         if key in raw or (key == "solver_settings" and "solver" in raw):
@@ -828,10 +901,10 @@ def check_keys(raw: Any, names: list[str], required: tuple[str, ...], where: str
         if key not in names:
             close = difflib.get_close_matches(str(key), names, n=1)
             hint = f"Did you mean {close[0]!r}?" if close else f"Valid keys: {names}"
-            fail(where, f"unknown key {key!r}", hint.rstrip("?."))
+            fail(where, f"unknown key {shown(key)}", hint.rstrip("?."))
     for key in required:
         if key not in raw:
-            fail(where, f"the required key {key!r} is missing", f"Add {key} = ...")
+            fail(where, f"the required key {shown(key)} is missing", f"Add {key} = ...")
 
 
 def load_config(path: str | os.PathLike) -> RunConfig:
@@ -854,15 +927,7 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
         except tomllib.TOMLDecodeError as exc:
             fail(WHERE, f"{p}, {_toml_position(exc)}not valid TOML ({exc})", "Fix the syntax")
     elif p.suffix in (".yaml", ".yml"):
-        import yaml
-
-        try:
-            raw = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            line = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            fail(WHERE, f"{p}, {line}not valid YAML ({problem})", "Fix the syntax")
+        raw = read_yaml(text, p)
     else:
         fail(WHERE, f"{p} has suffix {p.suffix!r}", "Use a .toml, .yaml or .yml file")
     if not isinstance(raw, dict):
@@ -872,6 +937,85 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
             "Write one key per line (store = ..., models = [...], dataset = ...)",
         )
     return raw
+
+
+#: The most values the aliases (``*name``) of a YAML config may add to it when expanded.
+MAX_ALIAS_VALUES = 10_000
+
+
+def read_yaml(text: str, p: Path) -> Any:
+    """The value of a YAML config (the safe subset: no Python objects), refusing in one line
+    naming ``p`` and the line: bad syntax, a mapping that repeats a key (TOML refuses it;
+    PyYAML would keep the last one), and aliases that expand to more than
+    :data:`MAX_ALIAS_VALUES` values or into themselves (a "billion laughs" of a few hundred
+    bytes expands to gigabytes). The document is composed (aliases are shared nodes, so
+    this is cheap), checked, and only then built.
+    """
+    import yaml
+
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        distinct, expanded = _yaml_counts(root, p)
+        if expanded - distinct > MAX_ALIAS_VALUES:
+            fail(
+                WHERE,
+                f"{p}: its aliases (*name) expand to {expanded:,} values from {distinct:,}",
+                f"Write the values out, or use aliases that add at most {MAX_ALIAS_VALUES:,}",
+            )
+        return loader.construct_document(root)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        fail(WHERE, f"{p}, {line}not valid YAML ({problem})", "Fix the syntax")
+    except RecursionError:
+        fail(WHERE, f"{p} nests its values too deeply", "Write a flat table of keys")
+    finally:
+        loader.dispose()
+
+
+def _yaml_counts(root: Any, p: Path) -> tuple[int, int]:
+    """``(distinct nodes, nodes once every alias is expanded)`` of a composed YAML document,
+    refusing a mapping that repeats a key and an alias inside its own anchor."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: Any) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            line = node.start_mark.line + 1
+            fail(WHERE, f"{p}, line {line}: an alias refers to itself", "Remove the alias")
+        open_nodes.add(key)
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(x) for x in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            seen: set = set()
+            for k, v in node.value:
+                name = (k.tag, k.value) if isinstance(k, yaml.ScalarNode) else None
+                if name is not None and k.tag != "tag:yaml.org,2002:merge":
+                    if name in seen:
+                        fail(
+                            WHERE,
+                            f"{p}, line {k.start_mark.line + 1}: the key {shown(k.value)} "
+                            "appears twice in one table",
+                            "Keep one of them",
+                        )
+                    seen.add(name)
+                total += size(k) + size(v)
+        open_nodes.discard(key)
+        sizes[key] = total
+        return total
+
+    expanded = size(root)
+    return len(sizes), expanded
 
 
 def _toml_position(exc: Exception) -> str:

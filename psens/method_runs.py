@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 
 from psens._runfile import METHOD_ATTR, METHODS, is_method_run, method_of, open_run
-from psens._validation import fail
+from psens._validation import fail, shown
 
 __all__ = [
     "METHODS",
@@ -45,7 +45,7 @@ def _module(method: str):
     elif method == "subjective":
         from psens.pss import subjective as module
     else:
-        fail(WHERE, f"method = {method!r} is not known", f"Use one of {['ips', *METHODS]}")
+        fail(WHERE, f"method = {shown(method)} is not known", f"Use one of {['ips', *METHODS]}")
     return module
 
 

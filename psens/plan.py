@@ -175,11 +175,13 @@ class _UpperBound(Plan):
 
 def _items_plan(cfg: RunConfig, offline: bool) -> Plan:
     """The run's own item selection (:class:`psens.runner.Plan`); offline, a known dataset
-    that is not on this machine gives :class:`_UpperBound` (it is to download)."""
+    that is not on this machine gives :class:`_UpperBound` (it is to download). A
+    ``dataset_path`` is a local copy, never to download: it is read (or refused) as the run
+    reads it."""
     from psens import datasets
 
     datasets._canonical(cfg.dataset)  # an unknown dataset is refused, naming the known ones
-    if offline:
+    if offline and cfg.dataset_path is None:
         try:
             datasets.load(cfg.dataset, cfg.split, path=cfg.dataset_path)
         except (OSError, ValueError, ConnectionError):

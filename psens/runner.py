@@ -50,8 +50,8 @@ from typing import Any
 import numpy as np
 
 from psens import store
-from psens._validation import fail
-from psens.config import RunConfig
+from psens._validation import fail, shown
+from psens.config import RunConfig, parse_scheduler
 from psens.models.spec import ModelSpec
 
 __all__ = [
@@ -280,10 +280,10 @@ class Plan:
                 for t, name in enumerate(self.templates):
                     shown = self.version(s, name)[0]
                     self.prompts[s, h, t] = prompts.render(shown, name, shots=self.shots[k])
-        self.targets = [
-            prompts.render_spans(it, self.templates[0]).target if it.is_mcq else it.answer
-            for it in self.items
-        ]
+        # an MCQ target in the item's own labels, the label space of the stored predictions
+        # (a format that shows "a" or "1" labels shows the same option)
+        prefix = prompts.get_template(self.templates[0]).answer_prefix
+        self.targets = [prefix + it.answer if it.is_mcq else it.answer for it in self.items]
         if self.cloze:
             _check_distinct_prompts(self.prompts, self.templates)
 
@@ -591,21 +591,56 @@ def _check_scheduler(cfg: RunConfig) -> None:
     _check_reachable(cfg.scheduler)
 
 
-def _check_reachable(scheduler: str | None, timeout: float = 5.0) -> None:
-    """Refuse a ``tcp://host:port`` scheduler nobody answers at, before the store is created."""
+#: Seconds a ``tcp://`` scheduler has to complete dask's handshake (:func:`_check_reachable`).
+SCHEDULER_TIMEOUT = 5.0
+
+
+def _check_reachable(scheduler: str | None, timeout: float | None = None) -> None:
+    """Refuse a ``tcp://host:port`` that is not a dask scheduler answering within
+    ``timeout`` seconds (default :data:`SCHEDULER_TIMEOUT`), before the store is created:
+    nobody listens, the peer does not complete dask's handshake (it is silent, or speaks
+    another protocol: dask would read its bytes as frame sizes), or it answers dask's
+    ``identity`` request as something other than a scheduler."""
+    if not scheduler:
+        return
+    kind, address = parse_scheduler(scheduler)
+    if kind != "tcp":
+        return
+    import asyncio
     import socket
 
-    if not scheduler or not str(scheduler).startswith("tcp://"):
-        return
-    host, _, port = str(scheduler)[6:].rpartition(":")
+    host, port = address
+    timeout = SCHEDULER_TIMEOUT if timeout is None else timeout
     try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             pass
     except OSError as exc:
         fail(
             "psens run",
             f"the dask scheduler {scheduler} does not answer ({exc.strerror or exc})",
             "Start it (`dask scheduler --port PORT`) or fix 'scheduler' (or use 'local:N')",
+        )
+
+    async def identity() -> Any:
+        from distributed.comm import connect
+
+        comm = await connect(str(scheduler), timeout=timeout)
+        try:
+            await asyncio.wait_for(comm.write({"op": "identity"}), timeout)
+            return await asyncio.wait_for(comm.read(), timeout)
+        finally:
+            comm.abort()
+
+    try:
+        reply = asyncio.run(asyncio.wait_for(identity(), timeout))
+    except Exception as exc:  # a timeout, a refused handshake, garbage read as frame sizes
+        reply = f"{type(exc).__name__}: {str(exc)[:60]}" if str(exc) else type(exc).__name__
+    if not (isinstance(reply, dict) and reply.get("type") == "Scheduler"):
+        fail(
+            "psens run",
+            f"{scheduler} accepts connections but is not a dask scheduler (no dask handshake "
+            f"within {timeout:g} s: {shown(reply)})",
+            "Point 'scheduler' at a dask scheduler (`dask scheduler --port PORT`) or use 'local:N'",
         )
 
 
@@ -960,7 +995,6 @@ def _scorer(cfg: RunConfig, spec: ModelSpec, dtype: str | None = None):
             import torch
 
             torch.set_num_threads(cfg.threads)
-        remote = {"trust_remote_code": True} if cfg.trust_remote_code else {}
         _SCORERS[key] = spec.load_scorer(
             dtype=dtype,
             device=cfg.device,
@@ -969,7 +1003,7 @@ def _scorer(cfg: RunConfig, spec: ModelSpec, dtype: str | None = None):
             seed=cfg.seed,
             batch_size=cfg.batch_size,
             progress=False,
-            **remote,
+            trust_remote_code=cfg.trust_remote_code,
         )
     return _SCORERS[key]
 
@@ -1300,6 +1334,18 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
     """
     start = time.perf_counter()
     cfg = RunConfig.from_any(config)
+    _check_disk(Path(cfg.store), 0)  # a folder that cannot be written, before its lock
+    # the store's lock first: a store in use is refused at once, before the dataset is read
+    with store.lock(cfg.store, "psens run"):  # held until the last block is written
+        ds = _run_locked(cfg, overwrite, progress, quiet)
+    say = (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))
+    say(summarize(ds, wall=time.perf_counter() - start))
+    return ds
+
+
+def _run_locked(cfg: RunConfig, overwrite: bool, progress: bool, quiet: bool):
+    """:func:`run` once the store's lock is held: plan, check, create or resume, score."""
+    _check_scheduler(cfg)  # before the plan: a scheduler that is not there fails fast
     plan = Plan(cfg)  # loads the dataset: fails before any model is loaded
     est = estimate(plan)
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))
@@ -1312,39 +1358,35 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
         f"timed on this machine after the first block), store ~{_fmt_bytes(est['store_bytes'])}"
     )
     _check_disk(Path(cfg.store), est["store_bytes"])
-    _check_scheduler(cfg)
     _check_device(cfg)
     batch = resolve_batch(plan)  # "auto" without memory information is refused here
     scoring = dataclasses.replace(cfg, batch_size=batch)  # what the scorers are built with
     _check_models(scoring)
     _check_answer_tokens(cfg, plan)
     loading = _loading(cfg)  # dtype and attention of each local model, before the store
-    with store.lock(cfg.store, "psens run"):  # held until the last block is written
-        resuming = Path(cfg.store).exists() and not overwrite
-        ds = _open_or_create(plan, overwrite, {"batch_size": batch, "loading": loading})
-        run_id = ds.attrs.get("run_id")  # None for stores of an older psens
-        if resuming:
-            # the batch the store was started with (an "auto" batch may differ here)
-            batch = int(ds.attrs.get("batch_size", batch))
-            scoring = dataclasses.replace(cfg, batch_size=batch)
-            store.remove_leftovers(cfg.store)
-            _recompute_damaged(cfg.store, run_id, say)
-        status = ds["status"].values
-        todo = [
-            (m, s)
-            for m in range(len(cfg.models))
-            for s in range(len(plan.items))
-            if status[m, s] != store.DONE
-        ]
-        if len(todo) < plan.blocks:
-            say(f"resuming: {plan.blocks - len(todo)} of {plan.blocks} blocks already done")
-        if cfg.scheduler:
-            _run_dask(scoring, plan, todo, progress, run_id)
-        else:
-            _run_serial(scoring, plan, todo, progress, run_id, say)
-    ds = store.open_run(cfg.store)
-    say(summarize(ds, wall=time.perf_counter() - start))
-    return ds
+    resuming = Path(cfg.store).exists() and not overwrite
+    ds = _open_or_create(plan, overwrite, {"batch_size": batch, "loading": loading})
+    run_id = ds.attrs.get("run_id")  # None for stores of an older psens
+    if resuming:
+        # the batch the store was started with (an "auto" batch may differ here)
+        batch = int(ds.attrs.get("batch_size", batch))
+        scoring = dataclasses.replace(cfg, batch_size=batch)
+        store.remove_leftovers(cfg.store)
+        _recompute_damaged(cfg.store, run_id, say)
+    status = ds["status"].values
+    todo = [
+        (m, s)
+        for m in range(len(cfg.models))
+        for s in range(len(plan.items))
+        if status[m, s] != store.DONE
+    ]
+    if len(todo) < plan.blocks:
+        say(f"resuming: {plan.blocks - len(todo)} of {plan.blocks} blocks already done")
+    if cfg.scheduler:
+        _run_dask(scoring, plan, todo, progress, run_id)
+    else:
+        _run_serial(scoring, plan, todo, progress, run_id, say)
+    return store.open_run(cfg.store)
 
 
 def _check_answer_tokens(cfg: RunConfig, plan: Plan) -> None:
@@ -1352,19 +1394,33 @@ def _check_answer_tokens(cfg: RunConfig, plan: Plan) -> None:
     under every model's tokenizer (checked on the tokenizers alone, before the store)."""
     if cfg.formats is None or cfg.answer == "cloze":  # cloze: the options' text, no labels
         return
+    from psens.formats.grammar import Format, scorable_enums
     from psens.models.scorer import option_token_ids
     from psens.models.served import load_tokenizer
 
     for spec in cfg.model_specs:
         tok, _ = load_tokenizer(
-            spec.served.tokenizer if spec.is_served else spec.entry, cfg.cache_dir
+            spec.served.tokenizer if spec.is_served else spec.entry,
+            cfg.cache_dir,
+            trust_remote_code=cfg.trust_remote_code and not spec.is_served,
         )
         for s, it in enumerate(plan.items):
             if not it.is_mcq:
                 continue
             for t, name in enumerate(plan.templates):
                 prompt = str(plan.prompts[s, 0, t])
-                option_token_ids(tok, it, name, prompt, where=f"psens run, model {spec.name!r}")
+                ids = option_token_ids(tok, it, name, prompt, check=False)
+                if len(set(ids.values())) == len(ids):
+                    continue
+                good = scorable_enums(Format.from_id(name), tok, it)
+                fail(
+                    f"psens run, model {shown(spec.name)}",
+                    f"format {name}: the option labels of item {shown(it.id)} do not begin "
+                    "with distinct answer tokens under this tokenizer",
+                    f"Use formats whose enum is one of {good} (their labels tokenise apart)"
+                    if good
+                    else "No enumeration tokenises apart here: score it with another model",
+                )
 
 
 def _recompute_damaged(path: str, run_id: str | None, say) -> None:
@@ -1435,16 +1491,16 @@ def _run_serial(
 def _run_dask(cfg: RunConfig, plan: Plan, todo, progress: bool, run_id: str | None) -> None:
     from dask.distributed import Client, LocalCluster, as_completed
 
-    sched = str(cfg.scheduler)
+    kind, workers = parse_scheduler(cfg.scheduler)
     cluster = None
-    if sched == "cuda":  # one single-threaded worker per GPU, each seeing only its own
+    if kind == "cuda":  # one single-threaded worker per GPU, each seeing only its own
         from dask_cuda import LocalCUDACluster
 
         cluster = LocalCUDACluster(threads_per_worker=1, dashboard_address=None)
         client = Client(cluster)
-    elif sched.startswith("local:"):
+    elif kind == "local":
         cluster = LocalCluster(
-            n_workers=int(sched[6:]),
+            n_workers=workers,
             threads_per_worker=1,
             processes=True,
             dashboard_address=None,
@@ -1452,7 +1508,7 @@ def _run_dask(cfg: RunConfig, plan: Plan, todo, progress: bool, run_id: str | No
         )
         client = Client(cluster)
     else:
-        client = Client(sched)
+        client = Client(str(cfg.scheduler))
     try:
         cfg_dict = cfg.to_dict()
         futures = {

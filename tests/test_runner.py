@@ -981,3 +981,202 @@ def test_a_preset_reaches_only_sgd_in_a_solver_list(assets, tmp_path):
         RunConfig.from_any(
             _config(assets, tmp_path / "r.zarr", solver_settings={"preset": "paper"})
         )
+
+
+# ----------------------------------------------------------------------------- config edges
+
+
+def test_a_locked_store_is_refused_before_the_run_is_planned(assets, tmp_path, monkeypatch, capsys):
+    """The store's lock is taken first: a store in use is refused in well under 2 s, without
+    reading the dataset or loading a tokenizer."""
+    import psens.runner
+
+    def boom(*a, **k):
+        raise AssertionError("the run was planned before its lock was taken")
+
+    monkeypatch.setattr(psens.runner, "Plan", boom)
+    out = tmp_path / "run.zarr"
+    cfg = _toml(_config(assets, out), tmp_path / "c.toml")
+    proc = _hold_lock(out)
+    try:
+        start = time.perf_counter()
+        assert main(["run", str(cfg), "--no-progress"]) == 2
+        took = time.perf_counter() - start
+        err = capsys.readouterr().err
+        assert f"in use by PID {proc.pid}" in err and "Traceback" not in err, err
+        assert took < 2.0, took
+        assert not out.exists()
+    finally:
+        proc.kill()
+        proc.wait(30)
+
+
+def test_mask_tokens_are_keyed_by_model(assets, tmp_path, monkeypatch, capsys):
+    """``mask_tokens`` is ``{model: token}`` (the runner looks the token up by the model's
+    name): a model's key is accepted, a template's key is refused naming the valid keys."""
+    from psens.config import RunConfig
+
+    model = str(assets["model"])
+    cfg = RunConfig.from_any(
+        _config(assets, tmp_path / "r.zarr", mask_tokens={model: "<|im_start|>"})
+    )
+    assert cfg.mask_tokens == {model: "<|im_start|>"}
+    err = _refused(
+        assets,
+        tmp_path,
+        monkeypatch,
+        capsys,
+        {"mask_tokens": {"ips1": "<|im_start|>"}},
+        r"'mask_tokens' is keyed by models, and \['ips1'\] are not in 'models'",
+        suffix="yaml",
+    )
+    assert "names in 'models'" in err and len(err.strip().splitlines()) == 1
+
+
+def _laughs(levels: int = 7) -> str:
+    """A YAML "billion laughs": each level an alias list of nine of the previous level
+    (9**7 = 4.8 million values from 300 bytes; the full nine levels give 387 million)."""
+    body = "[&a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"
+    for i in range(1, levels):
+        body += f", &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]"
+    return body + "]"
+
+
+@pytest.mark.parametrize("command", ["plan", "run"])
+def test_yaml_aliases_that_explode_are_refused_in_one_short_line(
+    assets, tmp_path, monkeypatch, capsys, command
+):
+    import yaml
+
+    cfg = {k: v for k, v in _config(assets, tmp_path / "r.zarr").items() if k != "samples"}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg) + f"samples: {_laughs()}\n")
+    assert path.stat().st_size < 2000
+    start = time.perf_counter()
+    assert main([command, str(path)]) == 2
+    assert time.perf_counter() - start < 5.0
+    err = capsys.readouterr().err
+    assert "its aliases (*name) expand to" in err and "Traceback" not in err
+    assert len(err) < 400 and len(err.strip().splitlines()) == 1, err[:400]
+    assert not (tmp_path / "r.zarr").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("store: a.zarr\nmodels: [x]\nstore: b.zarr\n", r"line 3: the key 'store' appears twice"),
+        ("store: &s [*s]\n", r"line 1: an alias refers to itself"),
+    ],
+)
+def test_yaml_duplicate_keys_and_self_aliases_are_refused(tmp_path, capsys, text, match):
+    import re
+
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    assert main(["plan", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(match, err) and "Traceback" not in err, err
+
+
+def test_a_large_value_is_quoted_cut_short(assets, tmp_path, monkeypatch, capsys):
+    """A message quotes at most about 80 characters of a user's value."""
+    err = _refused(
+        assets,
+        tmp_path,
+        monkeypatch,
+        capsys,
+        {"samples": [list(range(20_000))]},
+        r"'samples' lists \[\[0, 1, 2, 3, 4, 5, \.\.\.\]\]; item ids are strings",
+        suffix="yaml",
+    )
+    assert len(err) < 300, len(err)
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"scheduler": "local:²"}, r"scheduler = 'local:²' is not a scheduler address"),
+        ({"scheduler": "tcp://127.0.0.1:²"}, r"scheduler = 'tcp://127.0.0.1:²' is not a sched"),
+        ({"scheduler": "local:100000"}, r"asks for 100000 worker processes; this machine has"),
+        ({"templates": {"grammar": ["x"], "k": 4}}, r"unknown grammar \['x'\]"),
+    ],
+)
+def test_scheduler_and_grammar_edges_are_refused_in_one_line(
+    assets, tmp_path, monkeypatch, capsys, change, match
+):
+    err = _refused(assets, tmp_path, monkeypatch, capsys, change, match, suffix="yaml")
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def _fake_scheduler(kind: str):
+    """A TCP server on loopback that is no dask scheduler: it sends garbage, or nothing."""
+    import socket
+    import threading
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    peers = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            peers.append(conn)
+            if kind == "garbage":
+                conn.sendall(b"\xff" * 64 + b"HTTP/1.1 400 Bad Request\r\n\r\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv, peers
+
+
+@pytest.mark.parametrize("command", ["plan", "run"])
+@pytest.mark.parametrize("kind", ["garbage", "silent"])
+def test_a_tcp_address_that_is_no_dask_scheduler_is_refused(
+    assets, tmp_path, monkeypatch, capsys, command, kind
+):
+    import psens.runner
+
+    monkeypatch.setattr(psens.runner, "SCHEDULER_TIMEOUT", 1.0)
+    srv, peers = _fake_scheduler(kind)
+    try:
+        cfg = _config(
+            assets, tmp_path / "r.zarr", scheduler=f"tcp://127.0.0.1:{srv.getsockname()[1]}"
+        )
+        start = time.perf_counter()
+        path = str(_toml(cfg, tmp_path / "c.toml"))
+        assert main([command, path, *(["--offline"] if command == "plan" else [])]) == 2
+        assert time.perf_counter() - start < 10.0
+    finally:
+        srv.close()
+        for conn in peers:
+            conn.close()
+    err = capsys.readouterr().err
+    assert "accepts connections but is not a dask scheduler" in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r.zarr").exists()
+
+
+def test_plan_refuses_a_missing_dataset_path_as_run_does(assets, tmp_path, capsys):
+    cfg = _config(assets, tmp_path / "r.zarr", dataset_path=str(tmp_path / "nowhere.jsonl"))
+    path = _toml(cfg, tmp_path / "c.toml")
+    for argv in (["run", str(path)], ["plan", str(path)], ["plan", str(path), "--offline"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "nowhere.jsonl does not exist" in err and "to download" not in err, (argv, err)
+    assert not (tmp_path / "r.zarr").exists()
+
+
+def test_summary_escapes_control_characters_from_the_file(tmp_path, capsys):
+    from psens.synthetic import synthetic_run
+
+    run = synthetic_run(n_samples=3, n_vars=(3,))
+    evil = "toy\x1b]0;owned\x07\x1b[2J-7b"
+    run = run.assign_coords(model=[evil, *[str(m) for m in run["model"].values[1:]]])
+    path = store.save(run, tmp_path / "r.zarr")
+    assert main(["summary", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "toy\\x1b]0;owned\\x07\\x1b[2J-7b" in out

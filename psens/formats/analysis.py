@@ -149,7 +149,8 @@ def accuracy_spread(
     -------
     DataFrame with columns ``model, n_templates, n_items, best, best_accuracy, worst,
     worst_accuracy, spread, lo, hi, null_spread`` (the permutation mean), ``p_value``,
-    ``within_noise``.
+    ``within_noise``, ``n_best_ties`` and ``n_worst_ties`` (how many templates tie at the best and
+    the worst accuracy; ``best`` and ``worst`` name the first of them).
 
     Examples
     --------
@@ -195,6 +196,8 @@ def accuracy_spread(
                 "best_accuracy": float(acc.max()),
                 "worst": templates[int(np.argmin(acc))],
                 "worst_accuracy": float(acc.min()),
+                "n_best_ties": int(np.sum(acc == acc.max())),
+                "n_worst_ties": int(np.sum(acc == acc.min())),
                 "spread": spread,
                 "lo": float(lo),
                 "hi": float(hi),
@@ -211,9 +214,19 @@ def spread_line(row: pd.Series) -> str:
     if not np.isfinite(row["spread"]):
         return f"  {row['model']}: accuracy spread n/a (no item scored under every template)"
     note = "; inside the noise floor: not a finding" if row["within_noise"] else ""
+    n = row["n_templates"]
+    if row["spread"] == 0:
+        where = f"accuracy {row['best_accuracy']:.2f} under all {n} templates (they tie),"
+    else:
+
+        def named(end: str) -> str:
+            ties = int(row.get(f"n_{end}_ties", 1))
+            more = f" and {ties - 1} more tied" if ties > 1 else ""
+            return f"{row[f'{end}_accuracy']:.2f} ({row[end]}{more})"
+
+        where = f"accuracy {named('worst')} to {named('best')} over {n} templates,"
     return (
-        f"  {row['model']}: accuracy {row['worst_accuracy']:.2f} ({row['worst']}) to "
-        f"{row['best_accuracy']:.2f} ({row['best']}) over {row['n_templates']} templates, "
+        f"  {row['model']}: {where} "
         f"spread {row['spread']:.2f} [{row['lo']:.2f}, {row['hi']:.2f}] "
         f"(n = {row['n_items']} items; formats-do-not-matter spread {row['null_spread']:.2f}, "
         f"p = {row['p_value']:.3f}{note})"

@@ -34,12 +34,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from psens._validation import check_positive_int, fail
+from psens._validation import check_positive_int, fail, shown
+from psens.datasets import Item
 from psens.prompts import RESOLVERS, Template, cloze_form
 from psens.variants import EAS_ROLE
 
@@ -48,6 +49,7 @@ __all__ = [
     "DIMENSIONS",
     "GRAMMARS",
     "IPS_POINTS",
+    "PROBE",
     "Dimension",
     "Format",
     "Grammar",
@@ -58,6 +60,8 @@ __all__ = [
     "get_grammar",
     "neighbours",
     "sample",
+    "scorable",
+    "scorable_enums",
 ]
 
 #: the characters of earlier ids: one per dimension, the index of its value
@@ -231,7 +235,7 @@ class Format:
             if v not in d.names:
                 fail(
                     "psens.formats.Format",
-                    f"{d.name} = {v!r} is not a value of the grammar",
+                    f"{d.name} = {shown(v)} is not a value of the grammar",
                     f"Use one of {list(d.names)}",
                 )
 
@@ -257,7 +261,7 @@ class Format:
         body = fid.removeprefix(PREFIX)
         example = f"Use an id like {Format.from_coords(case='upper').id!r} (Format.id)"
         if not fid.startswith(PREFIX) or not body:
-            fail(where, f"{fid!r} is not a format id", example)
+            fail(where, f"{shown(fid)} is not a format id", example)
         if fid == BASE_ID:
             return cls.from_coords()
         if "=" not in body:  # an earlier id: the index of each value
@@ -265,13 +269,13 @@ class Format:
             if len(idx) != len(DIMENSIONS) or any(
                 i < 0 or i >= len(d.values) for i, d in zip(idx, DIMENSIONS, strict=False)
             ):
-                fail(where, f"{fid!r} is not a format id", example)
+                fail(where, f"{shown(fid)} is not a format id", example)
             return cls(tuple(d.values[i][0] for i, d in zip(idx, DIMENSIONS, strict=True)))
         coords = {}
         for part in body.split(","):
             name, eq, value = part.partition("=")
             if not eq or name in coords:
-                fail(where, f"{fid!r} is not a format id ({part!r})", example)
+                fail(where, f"{shown(fid)} is not a format id ({shown(part)})", example)
             coords[name] = value
         return cls.from_coords(coords)
 
@@ -459,8 +463,19 @@ class Grammar:
                     out.append(g)
         return out
 
-    def sample(self, k: int, seed: int = 0, *, design: str = "walk") -> list[Format]:
+    def sample(
+        self,
+        k: int,
+        seed: int = 0,
+        *,
+        design: str = "walk",
+        usable: Callable[[Format], bool] | None = None,
+    ) -> list[Format]:
         """``k`` distinct formats (distinct renderings), reproducible from ``seed``.
+
+        ``usable``: only formats it accepts are drawn (a run passes "every model of the run
+        can score it", :func:`scorable`); where it accepts every format, the draw is the one
+        without it.
 
         ``design="random"`` draws points uniformly without replacement (as FormatSpread
         does); ``design="walk"`` (default) starts at a random point and adds, one at a time,
@@ -471,7 +486,7 @@ class Grammar:
         where = f"grammar {self.name!r}"
         k = check_positive_int(k, where, "k")
         if design not in ("walk", "random"):
-            fail(where, f"design = {design!r} is not known", "Use 'walk' or 'random'")
+            fail(where, f"design = {shown(design)} is not known", "Use 'walk' or 'random'")
         if k > self.size:
             fail(
                 where,
@@ -482,8 +497,17 @@ class Grammar:
         chosen: list[Format] = []
         keys: set[tuple] = set()
 
+        verdicts: dict[Format, bool] = {}
+
+        def ok(f: Format) -> bool:
+            if usable is None:
+                return True
+            if f not in verdicts:
+                verdicts[f] = bool(usable(f))
+            return verdicts[f]
+
         def take(f: Format) -> bool:
-            if f.problem() is not None or f.spec_key(self.answer) in keys:
+            if f.problem() is not None or f.spec_key(self.answer) in keys or not ok(f):
                 return False
             chosen.append(f)
             keys.add(f.spec_key(self.answer))
@@ -501,7 +525,7 @@ class Grammar:
                     return None
                 pos += 1
                 f = self.point(int(order[pos - 1]))
-                if f.problem() is None and f.spec_key(self.answer) not in keys:
+                if f.problem() is None and f.spec_key(self.answer) not in keys and ok(f):
                     return f
 
         first = next_random()
@@ -514,7 +538,7 @@ class Grammar:
                     near = [
                         g
                         for g in self.neighbours(chosen[int(i)])
-                        if g.spec_key(self.answer) not in keys
+                        if g.spec_key(self.answer) not in keys and ok(g)
                     ]
                     if near:
                         f = near[int(rng.integers(len(near)))]
@@ -522,9 +546,11 @@ class Grammar:
             else:
                 f = next_random()
             if f is None:
+                scored = " that every model can score" if usable is not None else ""
                 fail(
                     where,
-                    f"k = {k} but only {len(chosen)} formats of the space render distinctly",
+                    f"k = {k} but only {len(chosen)} formats of the space{scored} render "
+                    "distinctly",
                     f"Use k <= {len(chosen)} or a larger grammar",
                 )
             take(f)
@@ -571,8 +597,8 @@ def get_grammar(name: str | Grammar) -> Grammar:
     """A grammar by name (or pass one through)."""
     if isinstance(name, Grammar):
         return name
-    if name not in GRAMMARS:
-        fail("psens.formats", f"unknown grammar {name!r}", f"Use one of {sorted(GRAMMARS)}")
+    if not isinstance(name, str) or name not in GRAMMARS:
+        fail("psens.formats", f"unknown grammar {shown(name)}", f"Use one of {sorted(GRAMMARS)}")
     return GRAMMARS[name]
 
 
@@ -589,14 +615,44 @@ def eas_point(template_id: str) -> Format:
     )
 
 
+#: The item on which :func:`scorable` checks a format's answer tokens: three options, as
+#: few as a tokenizer that splits a label from its space (``" a"`` -> ``" "`` + ``"a"``)
+#: needs to collide; an item with more options is checked again by the run.
+PROBE = Item(
+    "psens-probe", "Which of these is a number?", (("A", "one"), ("B", "red"), ("C", "cat")), "A"
+)
+
+
+def scorable(f: Format, tokenizers: Sequence, item: Item = PROBE) -> bool:
+    """Whether every tokenizer gives the option labels of ``f`` distinct answer tokens
+    (:func:`psens.models.scorer.labels_apart` on ``item``, :data:`PROBE` by default): a
+    tokenizer that reads ``" a"`` as ``" "`` + ``"a"`` cannot score lowercase labels."""
+    from psens.models.scorer import labels_apart
+
+    t = f.template()
+    return all(labels_apart(tok, item, t) for tok in tokenizers)
+
+
+def scorable_enums(f: Format, tokenizer, item: Item = PROBE) -> list[str]:
+    """The enumerations (``enum`` values) with which ``f``'s option labels begin with
+    distinct answer tokens under ``tokenizer`` on ``item``: what a run names when it refuses
+    a format it cannot score."""
+    enums = _BY_NAME["enum"].names
+    return [v for v in enums if scorable(f.replace(enum=v), [tokenizer], item)]
+
+
 def formats_from_spec(
-    spec: Mapping | Sequence, where: str = "psens.formats", answer: str = "letter"
+    spec: Mapping | Sequence,
+    where: str = "psens.formats",
+    answer: str = "letter",
+    usable: Callable[[Format], bool] | None = None,
 ) -> list[Format]:
     """The formats of a run config's ``templates`` value.
 
-    ``{grammar = "default", k = 16, seed = 0[, design = "walk"]}`` samples ``k`` formats;
-    a list of tables (``[{case = "upper"}, {enum = "(A)"}]``) gives explicit points (missing
-    dimensions take ips1's value). Refuses unknown keys, bad points and duplicates.
+    ``{grammar = "default", k = 16, seed = 0[, design = "walk"]}`` samples ``k`` formats
+    (only formats ``usable`` accepts, when given: :meth:`Grammar.sample`); a list of tables
+    (``[{case = "upper"}, {enum = "(A)"}]``) gives explicit points (missing dimensions take
+    ips1's value). Refuses unknown keys, bad points and duplicates.
     ``answer="cloze"`` samples from the grammar's cloze version
     (:meth:`Grammar.for_answer`) and refuses points whose cloze forms coincide.
     """
@@ -612,17 +668,19 @@ def formats_from_spec(
             fail(where, "'templates' samples formats but gives no k", "Add k = 16 (say)")
         seed = spec.get("seed", 0)
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            fail(where, f"'templates' seed = {seed!r}", "Use an integer seed >= 0")
+            fail(where, f"'templates' seed = {shown(seed)}", "Use an integer seed >= 0")
         k = spec["k"]
         if isinstance(k, bool) or not isinstance(k, int):
-            fail(where, f"'templates' k = {k!r}", "Use an integer k >= 2")
+            fail(where, f"'templates' k = {shown(k)}", "Use an integer k >= 2")
         grammar = get_grammar(spec.get("grammar", "default")).for_answer(answer)
-        out = grammar.sample(k, seed, design=spec.get("design", "walk"))
+        out = grammar.sample(k, seed, design=spec.get("design", "walk"), usable=usable)
     else:
         out = []
         for point in spec:
             if not isinstance(point, Mapping):
-                fail(where, f"'templates' lists {point!r} among points", "Write each as a table")
+                fail(
+                    where, f"'templates' lists {shown(point)} among points", "Write each as a table"
+                )
             out.append(Format.from_coords(point))
     check_distinct(out, where, answer)
     return out

@@ -45,7 +45,7 @@ from psens.ips.metric import (
 )
 from psens.settings import DEFAULT_TAU, run_settings
 from psens.stats import bootstrap_means, percentile_ci, resample_counts
-from psens.store import DONE
+from psens.store import DONE, item_targets
 
 __all__ = [
     "CLASS_LABELS",
@@ -384,6 +384,15 @@ def class_table(
 # ----------------------------------------------------------------------------- case study
 
 
+def _target_of(ds, sample) -> str:
+    """The target of one sample in the predictions' label space
+    (:func:`psens.store.item_targets`), '' when the run stores none."""
+    if "target" not in ds:
+        return ""
+    index = list(map(str, ds["sample"].values)).index(str(sample))
+    return str(item_targets(ds)[index])
+
+
 def _classify(a: float, b: float) -> str:
     if (a > 0 > b) or (a < 0 < b):
         return CLASS_LABELS["opposite_sign"]
@@ -431,7 +440,7 @@ def case_table(
         "templates": (ta, tb),
         "predictions": [str(x) for x in sub["prediction"].values],
         "correct": [bool(x == 1) for x in sub["correct"].values],
-        "target": str(ds["target"].sel(sample=sample).values).strip() if "target" in ds else "",
+        "target": _target_of(ds, sample),
     }
     cols = ["rank", "label", "kind", "size", "mask", "template", "value", "class"]
     unfinished = "status" in sub and int(sub["status"].values) != DONE

@@ -83,8 +83,8 @@ def load(
         :func:`resolve_source` of ``name_or_path`` when the caller has resolved it already
         (:class:`psens.models.spec.ModelSpec`).
     trust_remote_code : bool
-        Run the model's own code from its folder or hub repository (passed to transformers
-        only when true; default false).
+        Run the model's own code from its folder or hub repository (default false; always
+        passed to transformers, so it never asks on the terminal).
     **scorer_options
         Passed to :class:`Scorer` (``n_max``, ``seed``, ``one_token_per_word``,
         ``batch_size``, ``progress``, ``open_tokens``, ``open_reduce``).

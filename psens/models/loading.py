@@ -567,8 +567,17 @@ def _attention(folder, trust_remote_code: bool) -> str:
     from transformers import AutoConfig
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
-    remote = {"trust_remote_code": True} if trust_remote_code else {}
-    conf = AutoConfig.from_pretrained(folder, **remote)
+    try:
+        conf = AutoConfig.from_pretrained(folder, trust_remote_code=bool(trust_remote_code))
+    except ValueError as exc:
+        if trust_remote_code or "trust_remote_code" not in str(exc):
+            raise
+        fail(
+            "psens.models.load",
+            f"{folder} needs its own model code (its config names code of the model's "
+            "folder or repository), which psens runs only when asked",
+            "Set trust_remote_code = true (trust_remote_code=True) if you trust that code",
+        )
     ref = (getattr(conf, "auto_map", None) or {}).get("AutoModelForCausalLM")
     if trust_remote_code and ref:
         from transformers.dynamic_module_utils import get_class_from_dynamic_module
@@ -626,9 +635,10 @@ def convert_gguf(gguf: Path, out: Path) -> Path:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     d, f = str(gguf.parent), gguf.name
-    tok = AutoTokenizer.from_pretrained(d, gguf_file=f)
-    model = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=torch.float32)
-    cfg = AutoConfig.from_pretrained(d, gguf_file=f)
+    never = {"gguf_file": f, "trust_remote_code": False}  # a GGUF file holds no code
+    tok = AutoTokenizer.from_pretrained(d, **never)
+    model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32, **never)
+    cfg = AutoConfig.from_pretrained(d, **never)
     copy = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
     copy.load_state_dict(model.state_dict())
     shutil.rmtree(out, ignore_errors=True)
@@ -657,7 +667,8 @@ def load_model_and_tokenizer(
     the CPU when they are full; everything on the CPU without a GPU), and inputs go to the
     first device (the input embeddings'). Attention is PyTorch's scaled-dot-product
     attention where the model supports it, else eager (:func:`load_settings`).
-    ``trust_remote_code`` is passed to transformers only when true.
+    ``trust_remote_code`` is passed to transformers explicitly (False unless set), so
+    transformers never asks on the terminal whether to run a folder's own code.
 
     ``info`` holds ``name``, ``source`` (the resolved path or hub id), ``kind``,
     ``load_seconds``, ``dtype``, ``attn_implementation`` and ``device_map`` (the module ->
@@ -674,7 +685,7 @@ def load_model_and_tokenizer(
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-    remote = {"trust_remote_code": True} if trust_remote_code else {}
+    remote = {"trust_remote_code": bool(trust_remote_code)}  # never None: it would prompt
     tok = AutoTokenizer.from_pretrained(folder, **remote)
     if check_tokenizer is not None:
         check_tokenizer(tok)  # clear errors before the expensive model load

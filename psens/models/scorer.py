@@ -56,6 +56,7 @@ with bfloat16 ~1.3 (out of 2), measured in ``make bench`` (docs/performance.md).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -70,7 +71,15 @@ from psens.models.hardware import available_ram as _available_ram
 from psens.models.mask_tokens import MaskToken
 from psens.models.tree import TreeForward, supports, target_log_probs
 
-__all__ = ["CLAMP", "Encoded", "Prediction", "Scorer", "follow_id", "option_token_ids"]
+__all__ = [
+    "CLAMP",
+    "Encoded",
+    "Prediction",
+    "Scorer",
+    "follow_id",
+    "labels_apart",
+    "option_token_ids",
+]
 
 #: p is clamped to [CLAMP, 1 - CLAMP] before the log-odds.
 CLAMP = 1e-7
@@ -201,10 +210,32 @@ def option_token_ids(
         fail(
             where,
             f"template {t.name!r}: the option labels {list(shown.values())} of item "
-            f"{item.id!r} do not begin with distinct answer tokens",
-            "Use a label style whose labels tokenise apart (labels A, a or 1)",
+            f"{item.id!r} do not begin with distinct answer tokens under this tokenizer",
+            _labels_apart(tokenizer, item, t),
         )
     return ids
+
+
+def labels_apart(tokenizer, item: Item, template: str | _prompts.Template) -> bool:
+    """Whether the option labels of an MCQ ``item`` under ``template`` begin with distinct
+    answer tokens under ``tokenizer`` (:func:`option_token_ids` without its refusal)."""
+    ids = option_token_ids(tokenizer, item, template, check=False)
+    return len(set(ids.values())) == len(ids)
+
+
+def _labels_apart(tokenizer, item: Item, t: _prompts.Template) -> str:
+    """The fix of a refusal by :func:`option_token_ids`: the label styles whose labels do
+    tokenise apart here (a format run names enumerations instead,
+    :func:`psens.formats.grammar.scorable_enums`)."""
+    named = {"": "the item's own", "A": "A", "a": "a", "1": "1"}
+    good = [
+        named[s]
+        for s in _prompts.LABEL_STYLES
+        if s != t.labels and labels_apart(tokenizer, item, dataclasses.replace(t, labels=s))
+    ]
+    if good:
+        return f"Use a label style whose labels tokenise apart here: {' or '.join(good)}"
+    return "No label style tokenises apart under this tokenizer: score this item with another model"
 
 
 class Scorer:

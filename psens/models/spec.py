@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from psens._validation import fail
+from psens._validation import fail, shown
 
 __all__ = ["ModelSpec"]
 
@@ -82,14 +82,15 @@ class ModelSpec:
             except (ValueError, FileNotFoundError) as exc:
                 fail(
                     where,
-                    f"served model {served.name!r}: unknown tokenizer {served.tokenizer!r} ({exc})",
+                    f"served model {shown(served.name)}: unknown tokenizer "
+                    f"{shown(served.tokenizer)} ({exc})",
                     "Use a packaged name, a folder, a GGUF file or a hub id 'org/model'",
                 )
             return cls(served.name, dict(entry), source, served, cache_dir)
         if not isinstance(entry, str | os.PathLike) or not str(entry).strip():
             fail(
                 where,
-                f"a 'models' entry must be a name or a served-model table, got {entry!r}",
+                f"a 'models' entry must be a name or a served-model table, got {shown(entry)}",
                 'Write models = ["name", {name = "...", base_url = "http://...", ...}]',
             )
         try:
@@ -97,7 +98,7 @@ class ModelSpec:
         except (ValueError, FileNotFoundError) as exc:
             fail(
                 where,
-                f"unknown model {str(entry)!r} in 'models' ({exc})",
+                f"unknown model {shown(str(entry))} in 'models' ({exc})",
                 "Use a packaged name, a name of the model table, a path or a hub id 'org/model'",
             )
         return cls(str(entry), str(entry), source, None, cache_dir)

@@ -28,8 +28,10 @@ data variables
     similarity between the two templates of a pair (appendix H);
     ``matching_error`` (model, sample) the largest universal-matching error of the block;
     ``status`` (model, sample) 0 pending / 1 done / 2 failed, with ``error`` text;
-    ``prompt`` (sample, [shot,] template) and ``target`` (sample) the answer text that
-    follows the prompt.
+    ``prompt`` (sample, [shot,] template) and ``target`` (sample) the answer that follows
+    the prompt: an MCQ item's correct label in the item's own labels (``prediction``'s
+    label space, after the first template's answer prefix), :func:`item_targets` reads it
+    (and an older format-space export's, in the first format's labels) without the prefix.
     With a noise floor (config ``noise_floor``): ``v_floor`` (like ``v``) the log-odds
     scored again with the model in half precision, and ``floor`` (model, sample, [shot,]
     template, band) the IPS between the two scorings, per ``band`` = all / low / mid /
@@ -96,6 +98,7 @@ from psens.store.export import (
     to_netcdf,
 )
 from psens.store.read import (
+    item_targets,
     open_run,
 )
 from psens.store.safety import (
@@ -162,6 +165,7 @@ __all__ = [
     "build",
     "check_export_target",
     "create",
+    "item_targets",
     "lock",
     "metadata_problems",
     "open_run",

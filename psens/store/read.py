@@ -21,7 +21,7 @@ from psens.store.schema import (
     check_netcdf_storage,
 )
 
-__all__ = ["open_run"]
+__all__ = ["item_targets", "open_run"]
 
 
 def _open_netcdf(path: Path, where: str, verify: bool):
@@ -140,3 +140,51 @@ def open_run(path: str | os.PathLike, *, verify: bool = False):
 
 
 _verify = verify
+
+
+def item_targets(ds) -> np.ndarray:
+    """Each sample's target as the run's predictions name options: an MCQ target is the
+    correct option's label in the item's own labels (``prediction``'s label space), an
+    open-ended one the reference answer; stripped of the answer prefix.
+
+    Exports of format-space runs made before the target was stored in the item's labels
+    hold it in the first format's labels (``" a"`` or ``" 1"`` where the item says ``"A"``):
+    such a target at position :math:`p` of that label style reads as the :math:`p`-th of the
+    item's own labels, which are digits or lowercase letters when the sample's predictions
+    are, else ``A, B, C, ...``. A target already in the item's labels reads as itself.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> old = xr.Dataset(
+    ...     {"target": ("sample", [" b", " a"]),
+    ...      "prediction": (("model", "sample", "template"), [[["B", "A"], ["C", "A"]]])},
+    ...     coords={"template": ["fmt-000000070000", "ips1"]})
+    >>> item_targets(old).tolist()
+    ['B', 'A']
+    """
+    from psens import prompts
+
+    raw = np.asarray([str(x).strip() for x in np.ravel(ds["target"].values)], dtype=object)
+    try:
+        first = prompts.get_template(str(ds["template"].values[0]))
+    except (ValueError, KeyError):
+        return raw
+    alphabet = prompts.LABEL_STYLES.get(first.labels, "")
+    if first.kind != "mcq" or first.labels not in ("a", "1") or "prediction" not in ds:
+        return raw
+    preds = np.asarray(ds["prediction"].transpose("sample", ...).values, dtype=object)
+    preds = preds.reshape(len(raw), -1)  # [sample, everything else]
+    out = raw.copy()
+    for s, target in enumerate(raw):
+        if len(target) != 1 or target not in alphabet:
+            continue
+        seen = [str(x) for x in preds[s] if str(x)]
+        if seen and all(x.isdigit() for x in seen):
+            own = prompts.LABEL_STYLES["1"]
+        elif seen and all(x.islower() for x in seen):
+            own = prompts.LABEL_STYLES["a"]
+        else:
+            own = prompts.LABEL_STYLES["A"]
+        out[s] = own[alphabet.index(target)]
+    return out

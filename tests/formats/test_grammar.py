@@ -233,8 +233,14 @@ def test_digit_labels_that_share_a_first_token_are_refused_by_the_scorer():
     ids = [tok(" " + c, add_special_tokens=False)["input_ids"][0] for c in "1234"]
     if len(set(ids)) == len(ids):
         pytest.fail("the test tokenizer must split ' 1' into ' ' + '1'")
-    with pytest.raises(ValueError, match="do not begin with distinct answer tokens"):
+    with pytest.raises(ValueError, match="do not begin with distinct answer tokens") as err:
         scorer.encode(ITEM, bad)
+    # the fix names the label styles that do tokenise apart here, not the failing one: under
+    # this tokenizer " a" ... " d" are one token each, " A" ... " D" are not all
+    first = {c: tok(" " + c, add_special_tokens=False)["input_ids"][0] for c in "abcdABCD"}
+    assert len({first[c] for c in "abcd"}) == 4 and len({first[c] for c in "ABCD"}) < 4
+    assert str(err.value).endswith("Use a label style whose labels tokenise apart here: a.")
+    assert "labels A, a or 1" not in str(err.value)
     assert scorer.encode(ITEM, Format.from_coords(enum="1.").id).target_id >= 0
 
 

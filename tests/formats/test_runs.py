@@ -180,3 +180,129 @@ def test_dimension_sensitivity_against_the_literal_ips(fmt_run):
                 assert row["lo"] <= row["ips"] <= row["hi"] and row["n_pairs"] == len(group)
             else:
                 assert np.isnan(row["ips"])
+
+
+def test_spread_line_says_when_the_formats_tie():
+    import pandas as pd
+
+    from psens.formats.analysis import spread_line
+
+    row = {
+        "model": "m",
+        "n_templates": 5,
+        "n_items": 3,
+        "best": "ips1",
+        "best_accuracy": 2 / 3,
+        "worst": "ips1",
+        "worst_accuracy": 2 / 3,
+        "n_best_ties": 5,
+        "n_worst_ties": 5,
+        "spread": 0.0,
+        "lo": 0.0,
+        "hi": 0.0,
+        "null_spread": 0.0,
+        "p_value": 1.0,
+        "within_noise": True,
+    }
+    line = spread_line(pd.Series(row))
+    assert "accuracy 0.67 under all 5 templates (they tie)" in line and "to 0.67" not in line
+    row.update(worst="ips2", worst_accuracy=1 / 3, n_worst_ties=3, n_best_ties=2, spread=1 / 3)
+    line = spread_line(pd.Series(row))
+    assert "accuracy 0.33 (ips2 and 2 more tied) to 0.67 (ips1 and 1 more tied)" in line
+
+
+def test_accuracy_spread_counts_the_ties(fmt_run):
+    _, ds = fmt_run
+    acc = ds.correct.values[0].mean(axis=0)
+    r = accuracy_spread(ds, n_perm=19).iloc[0]
+    assert r["n_best_ties"] == int((acc == acc.max()).sum())
+    assert r["n_worst_ties"] == int((acc == acc.min()).sum())
+
+
+def test_a_sampled_space_draws_only_formats_every_model_can_score(assets, tmp_path, capsys):
+    """The tiny tokenizer reads " a" and " 1" as " " + label: a default-grammar space
+    (whose enumerations include a. and 1.) samples only formats with the item's own labels,
+    and the run goes through."""
+    from psens.config import RunConfig
+    from psens.formats.grammar import get_grammar, scorable
+    from psens.models.served import load_tokenizer
+
+    spec = '{grammar = "default", k = 6, seed = 0}'
+    cfg = _write(assets, tmp_path / "d.toml", spec, samples=2, n_vars=0)
+    assert main(["run", str(cfg), "--no-progress"]) == 0, capsys.readouterr().err
+    ds = store.open_run(cfg.with_suffix(".zarr")).load()
+    assert ds.sizes["template"] == 6 and (ds.status.values == store.DONE).all()
+    tok = load_tokenizer(str(assets["model"]))[0]
+    assert all(scorable(Format.from_id(t), [tok]) for t in ds.template.values)
+    assert not set(ds.fmt_enum.values) & {"a.", "a)"}
+    free = get_grammar("default").sample(6, 0)  # the draw without the tokenizers
+    assert not all(scorable(f, [tok]) for f in free)
+    got = RunConfig.from_any(cfg).formats
+    assert [f.id for f in got] == list(ds.template.values)
+
+
+def test_a_format_the_tokenizer_cannot_score_names_the_ones_it_can(
+    assets, tmp_path, capsys, monkeypatch
+):
+    import psens.runner
+
+    monkeypatch.setattr(psens.runner, "_scorer", lambda *a, **k: pytest.fail("model loaded"))
+    cfg = _write(assets, tmp_path / "p.toml", '[{enum = "a."}, {}]', samples=2, n_vars=0)
+    assert main(["run", str(cfg), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "do not begin with distinct answer tokens" in err and "Traceback" not in err
+    # the cue ends in a space for digit labels, so 1. and 1) tokenise apart here
+    assert "Use formats whose enum is one of ['A.', 'A)', '(A)', '[A]', '1.', '1)']" in err, err
+    assert "labels A, a or 1" not in err
+    assert not cfg.with_suffix(".zarr").exists()
+
+
+def test_the_target_is_in_the_label_space_of_the_predictions(assets, tmp_path):
+    """A format that shows "1." labels stores the target as the item's own label, as the
+    predictions are stored."""
+    from psens.config import RunConfig
+    from psens.runner import Plan
+
+    cfg = _write(assets, tmp_path / "t.toml", '[{enum = "1."}, {enum = "a)"}]', samples=3)
+    plan = Plan(RunConfig.from_any(cfg))
+    assert [t.strip() for t in plan.targets] == [it.answer for it in plan.items]
+    assert {it.answer for it in plan.items} <= {"A", "B", "C"}
+
+
+@pytest.mark.parametrize("name", ["formats", "formats-acc"])
+def test_shipped_format_runs_read_their_target_in_the_predictions_labels(name):
+    """The shipped exports predate the target in the item's labels (they hold the first
+    format's " a"): read through item_targets, a prediction equals the target exactly where
+    it is marked correct."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "data" / "runs" / f"{name}.nc"
+    ds = store.open_run(path)
+    assert {str(t) for t in ds.target.values} <= {" a", " b", " c", " d", " e"}
+    target = store.item_targets(ds)
+    assert target.tolist() == [str(t).strip().upper() for t in ds.target.values]
+    pred = ds.prediction.transpose("model", "sample", "template").values
+    correct = ds.correct.transpose("model", "sample", "template").values
+    assert ((pred == target[None, :, None]) == (correct == 1)).all()
+
+
+def test_shipped_run_check_reads_an_older_target_as_psens_does(tmp_path):
+    """``scripts/shipped_run.py --check`` compares the target as psens reads it: an older
+    export (" a", the first format's labels) equals a new one (" A", the item's labels);
+    another target still differs."""
+    from pathlib import Path
+
+    import xarray as xr
+
+    from ..dbsa.test_run import _shipped_run_module
+
+    old = Path(__file__).resolve().parents[2] / "data" / "runs" / "formats.nc"
+    with xr.open_dataset(old, engine="h5netcdf") as ds:
+        ds = ds.load()
+    upper = np.asarray([str(t).upper() for t in ds.target.values], dtype=object)
+    ds.assign(target=("sample", upper)).to_netcdf(tmp_path / "new.nc", engine="h5netcdf")
+    wrong = np.asarray([" B" if str(t) != " b" else " C" for t in ds.target.values], dtype=object)
+    ds.assign(target=("sample", wrong)).to_netcdf(tmp_path / "bad.nc", engine="h5netcdf")
+    compare = _shipped_run_module().compare
+    assert compare(old, tmp_path / "new.nc") == []
+    assert compare(old, tmp_path / "bad.nc") == ["target"]

@@ -404,3 +404,43 @@ def test_prompt_longer_than_the_context_is_refused_before_scoring(tok):
     short = models.Scorer(tiny_llama(tok, max_position_embeddings=16), tok, progress=False, n_max=6)
     with pytest.raises(ValueError, match="more than the model's context of 16"):
         short.value(LONG, "ips1", np.arange(4), variables=prompts.variables(LONG, n_max=2))
+
+
+def test_trust_remote_code_is_passed_as_false_and_never_prompts(
+    tmp_path, tiny_model, tok, monkeypatch
+):
+    """transformers asks on the terminal ("run the custom code? [y/N]") when
+    ``trust_remote_code`` is left out; every load passes it, False unless set."""
+    import json
+
+    import transformers
+
+    from psens.models.served import load_tokenizer
+
+    calls = []
+    for cls in (
+        transformers.AutoConfig,
+        transformers.AutoTokenizer,
+        transformers.AutoModelForCausalLM,
+    ):
+        real = cls.from_pretrained.__func__
+
+        def spy(klass, *args, _real=real, _name=cls.__name__, **kwargs):
+            calls.append((_name, kwargs.get("trust_remote_code", "absent")))
+            return _real(klass, *args, **kwargs)
+
+        monkeypatch.setattr(cls, "from_pretrained", classmethod(spy))
+    tiny_model.save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    models.load(tmp_path / "m", progress=False, n_max=4)
+    load_tokenizer(str(tmp_path / "m"))
+    names = {name for name, _ in calls}
+    assert names == {"AutoConfig", "AutoTokenizer", "AutoModelForCausalLM"}, calls
+    assert all(value is False for _, value in calls), calls
+    # a folder whose config names its own code: refused in one line, without a prompt
+    conf = json.loads((tmp_path / "m" / "config.json").read_text())
+    conf.update(model_type="psens-custom", auto_map={"AutoConfig": "custom.Config"})
+    (tmp_path / "m" / "config.json").write_text(json.dumps(conf))
+    monkeypatch.setattr("builtins.input", lambda *a: pytest.fail("transformers prompted"))
+    with pytest.raises(ValueError, match=r"needs its own model code.*trust_remote_code = true"):
+        models.load(tmp_path / "m", progress=False, n_max=4)

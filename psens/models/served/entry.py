@@ -179,7 +179,7 @@ def _root(base_url: str) -> str:
     return b[: -len("/v1")] if b.endswith("/v1") else b
 
 
-def load_tokenizer(name_or_path: str, cache_dir=None):
+def load_tokenizer(name_or_path: str, cache_dir=None, *, trust_remote_code: bool = False):
     """The tokenizer the local scorer of ``name_or_path`` uses, without loading weights.
 
     A packaged name or GGUF file gives the tokenizer of its converted folder when it exists
@@ -191,14 +191,15 @@ def load_tokenizer(name_or_path: str, cache_dir=None):
     from psens.models.loading import _packaged_gguf, file_digest, resolve_source
 
     src = resolve_source(name_or_path, cache_dir)
+    remote = {"trust_remote_code": bool(trust_remote_code)}  # never None: it would prompt
     if src["kind"] == "gguf":
         gguf = src["path"] or _packaged_gguf(src["name"], src["cache"])
         entry = f"{src['name'] if src['path'] is None else gguf.stem}-{file_digest(gguf)[:16]}"
         folder = src["cache"] / entry
         if (folder / "tokenizer_config.json").exists():
-            return AutoTokenizer.from_pretrained(folder), src
-        return AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name), src
-    return AutoTokenizer.from_pretrained(str(src["path"])), src
+            return AutoTokenizer.from_pretrained(folder, **remote), src
+        return AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, **remote), src
+    return AutoTokenizer.from_pretrained(str(src["path"]), **remote), src
 
 
 def check_reachable(spec: ServedModel, timeout: float = 5.0) -> None:
