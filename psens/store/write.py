@@ -113,6 +113,10 @@ def _write(ds, path: Path) -> None:
     encoding["error"] = {"chunks": (1, 1)}
     encoding[CHECKSUM_VAR] = {"chunks": (1, 1)}
     ds = ds.drop_vars([CHECKSUM_VAR, *DERIVED_COORDS], errors="ignore")
+    # text as psens writes it (variable-length strings), whatever numpy dtype it came in
+    fixed = [k for k, var in ds.variables.items() if var.dtype.kind == "U"]
+    ds = ds.assign_coords({k: ds[k].astype(object) for k in fixed if k in ds.coords})
+    ds = ds.assign({k: ds[k].astype(object) for k in fixed if k in ds.data_vars})
     ds = ds.assign({CHECKSUM_VAR: (("model", "sample"), np.full((n_m, n_s), "", object))})
     if not hasattr(ds["v"].data, "chunks"):
         ds = ds.chunk({"model": 1, "sample": 1})
