@@ -1,0 +1,23 @@
+"""The cloze run configs waiting in data/examples load and check as psens run configs."""
+
+from __future__ import annotations
+
+import pytest
+
+from psens.config import load_config
+from tests.support import ROOT
+
+CONFIGS = sorted((ROOT / "data" / "examples").glob("cloze_*.toml"))
+
+
+def test_there_are_cloze_examples():
+    assert {p.stem for p in CONFIGS} >= {"cloze_arc_easy", "cloze_piqa", "cloze_formats"}
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
+def test_a_cloze_example_is_a_valid_cloze_run(path):
+    cfg = load_config(path)
+    cfg.check()
+    assert cfg.answer == "cloze" and cfg.cloze_norm == "sum"
+    assert cfg.models == ["smollm2-135m-instruct", "gemma3-270m"]
+    assert str(cfg.store).startswith("runs/cloze/")
