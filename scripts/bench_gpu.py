@@ -640,7 +640,7 @@ def scorer_rows(
     calls[CLOZE] = (
         None
         if cloze is None
-        else (lambda item, t, masks, vs: scorer.choice_logprobs(item, t, masks, variables=vs))
+        else (lambda item, t, masks, vs: _cloze_call(scorer, item, t, masks, vs))
     )
     trie = None
     slices = settings.slices[model_name]
@@ -695,6 +695,20 @@ def scorer_rows(
     rows.append(plan_row(model_name, rp, plan, spec, trie, device))
     rows[-1]["note"] = f"random-weight model built in {built:.1f} s"
     return rows  # the model goes with this frame: the caller frees its memory
+
+
+def _cloze_call(scorer, item, template, masks, variables):
+    """``choice_logprobs`` on the letter run's masks: the cloze prompt shows no options, so
+    only the question's variables are masked (each mask's bits of those variables, packed)."""
+    import numpy as np
+
+    keep = [i for i, v in enumerate(variables) if getattr(v, "field", "question") == "question"]
+    masks = np.asarray(masks, dtype=np.int64)
+    packed = np.zeros_like(masks)
+    for j, k in enumerate(keep):
+        packed |= ((masks >> k) & 1) << j
+    vs = [variables[i] for i in keep]
+    return scorer.choice_logprobs(item, template, packed, variables=vs)
 
 
 def _pin_variables(plan, assets: Path) -> None:
