@@ -45,7 +45,7 @@ def regenerate(config: Path, out: Path) -> dict:
             raise SystemExit(f"{config.name}: {failed} blocks did not finish; not exported")
         store.to_netcdf(ds, out, overwrite=True)
     else:
-        method_runs.run(cfg, out, progress=True)
+        method_runs.run(cfg, out, progress=True, overwrite=True)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     return {"wall": wall, "cpu": cpu, "bytes": out.stat().st_size}
 

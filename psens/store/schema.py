@@ -248,7 +248,7 @@ _ENGINE_WORDS = {
     ),
     "netcdf": (
         "a netCDF file",
-        "a file written by psens export",
+        "a .zarr store or .nc file written by psens (psens run, psens export)",
         "export the run again",
         "Export the run again",
     ),

@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from psens import _runfile, method_runs
+import psens
+from psens import method_runs, store
 from psens.backends import Response
 from psens.cli import main
 from psens.eas import instance_metrics
@@ -71,8 +72,8 @@ def _config(tmp_path, **over):
 def test_run_writes_a_file_whose_rows_give_the_stored_metrics(tmp_path, fake_models):
     cfg = _config(tmp_path)
     ds = method_runs.run(cfg, progress=False)
-    assert method_runs.method_of(cfg.store) == "eas"
-    back = method_runs.open_run(cfg.store)
+    assert store.method_of(cfg.store) == "eas"
+    back = psens.open_run(cfg.store)
     assert dict(back.sizes) == {"model": 2, "sample": 4, "template": 8}
     # the failed generation is recorded as failed, not scored
     status = back["status"].values
@@ -110,7 +111,7 @@ def test_run_writes_a_file_whose_rows_give_the_stored_metrics(tmp_path, fake_mod
 def test_summary_through_the_api_and_the_cli(tmp_path, fake_models, capsys):
     cfg = _config(tmp_path)
     method_runs.run(cfg, progress=False)
-    text = method_runs.summarize(method_runs.open_run(cfg.store))
+    text = method_runs.summarize(psens.open_run(cfg.store))
     assert "an illustration, not a finding" in text
     assert "generations failed: 2" in text
     assert main(["summary", cfg.store]) == 0
@@ -153,14 +154,14 @@ def test_missing_required_key(tmp_path):
         eas_run.EASConfig.from_dict({"method": "eas", "store": "x.nc", "models": ["gemma3-270m"]})
 
 
-def test_open_run_refuses_what_is_not_a_method_run(tmp_path):
+def test_open_run_refuses_what_is_not_a_psens_run(tmp_path):
     with pytest.raises(ValueError, match="does not exist"):
-        method_runs.open_run(tmp_path / "missing.nc")
+        psens.open_run(tmp_path / "missing.nc")
     other = tmp_path / "other.nc"
     other.write_bytes(b"not a netcdf file")
-    assert method_runs.method_of(other) is None
-    with pytest.raises(ValueError, match="is not an EAS, DBSA or subjective PSS run"):
-        method_runs.open_run(other)
+    assert store.method_of(other) is None
+    with pytest.raises(ValueError, match="not a psens run"):
+        psens.open_run(other)
 
 
 def test_a_killed_write_leaves_no_file(tmp_path, monkeypatch):
@@ -171,5 +172,5 @@ def test_a_killed_write_leaves_no_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(xr.Dataset, "to_netcdf", boom)
     with pytest.raises(KeyboardInterrupt):
-        _runfile.write(xr.Dataset({"x": ("a", [1.0])}), tmp_path / "x.nc")
+        store.write_method_run(xr.Dataset({"x": ("a", [1.0])}), tmp_path / "x.nc")
     assert list(tmp_path.iterdir()) == []
