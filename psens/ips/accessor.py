@@ -40,7 +40,7 @@ from psens.ips.metric import (
 )
 from psens.ips.pairs import resolve_pair
 from psens.ips.tables import subset_label
-from psens.settings import DEFAULT_TAU, run_settings
+from psens.settings import run_settings, tau_of
 
 __all__ = ["PsensAccessor"]
 
@@ -153,7 +153,7 @@ class PsensAccessor:
 
     def to_frame(
         self,
-        tau: float = DEFAULT_TAU,
+        tau: float | None = None,
         *,
         salient_only: bool = False,
         order: str | None = None,
@@ -166,7 +166,8 @@ class PsensAccessor:
         Parameters
         ----------
         tau : float in (0, 1)
-            Salience threshold on :math:`|\tilde I|` (IPS paper §4.1; 0.1).
+            Salience threshold on :math:`|\tilde I|` (IPS paper §4.1); default: the run's
+            own (:func:`psens.settings.tau_of`).
         salient_only : bool
             Keep only salient interactions.
         order : {"all", "low", "mid", "high"}, optional
@@ -185,6 +186,7 @@ class PsensAccessor:
             repeated (join on ``sample``/``template`` when needed). Pending and failed blocks
             (NaN interactions) give no rows.
         """
+        tau = tau_of(self._ds, tau)
         ds = self._ds
         where = "ds.psens.to_frame"
         _check_run(ds, where, ["I_and", "I_or"])

@@ -42,7 +42,7 @@ import pandas as pd
 
 from psens._charts import is_synthetic, mark_synthetic
 from psens.ips.metric import ORDER_LEVELS, block_status
-from psens.settings import run_config, run_settings
+from psens.settings import run_config, run_settings, tau_of
 from psens.store import DONE
 
 __all__ = [
@@ -213,7 +213,7 @@ def headline(
     status = block_status(ds)
     if status is not None and "prediction" in ds.variables:  # unfinished blocks do not count
         ds = ds.assign(prediction=ds["prediction"].where(ds["status"] == DONE, ""))
-    tau = run_settings(ds).tau if tau is None else float(tau)
+    tau = float(tau_of(ds, tau))
     if "shot" in ds.dims:
         shot = int(ds["shot"].values[0]) if shot is None else int(shot)
         if shot not in [int(s) for s in ds["shot"].values]:

@@ -29,7 +29,7 @@ from psens._charts import mark_synthetic
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.ips.factors.meta import model_frame
 from psens.ips.metric import pair_labels, sample_ips
-from psens.settings import DEFAULT_TAU
+from psens.settings import tau_of
 from psens.stats import (
     _paired_core,
     bootstrap_means,
@@ -104,7 +104,7 @@ def ips_by_perturbation(
     *,
     kinds: tuple[str, str] = ("altering", "adding"),
     pair_kind: Any = None,
-    tau: float = DEFAULT_TAU,
+    tau: float | None = None,
     shot: int | None = None,
     n_boot: int = 1000,
     n_perm: int = 2000,
@@ -133,6 +133,7 @@ def ips_by_perturbation(
     ValueError
         When the run has no template pair of one of the kinds.
     """
+    tau = tau_of(ds, tau)
     check_positive_int(n_boot, "ips_by_perturbation", "n_boot")
     check_positive_int(n_perm, "ips_by_perturbation", "n_perm")
     check_in_interval(ci, "ips_by_perturbation", "ci", 0.0, 1.0)
