@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from psens._validation import check_positive_int, fail
+from psens._validation import check_keys, check_positive_int, fail
 
 __all__ = [
     "MethodConfig",
@@ -39,8 +39,6 @@ class MethodConfig:
     def from_dict(cls, raw: dict[str, Any]):
         """Build from a mapping, refusing unknown keys (with the closest valid key) and
         missing required keys, then :meth:`check`."""
-        from psens.config import check_keys
-
         where = f"psens {raw.get('method', '?') if isinstance(raw, dict) else '?'} config"
         check_keys(raw, [f.name for f in dataclasses.fields(cls)], cls.REQUIRED, where)
         cfg = cls(**raw)
@@ -96,7 +94,7 @@ def check_models(names: list[str], where: str) -> None:
 
 def check_dataset_names(names: Any, where: str) -> None:
     """A non-empty list of distinct dataset names :func:`psens.datasets.load` knows."""
-    from psens.datasets import _canonical
+    from psens.datasets import canonical_name
 
     if (
         not isinstance(names, list | tuple)
@@ -107,7 +105,7 @@ def check_dataset_names(names: Any, where: str) -> None:
     if len(set(names)) != len(names):
         fail(where, "'datasets' lists a dataset twice", "Remove the duplicate")
     for name in names:
-        _canonical(name)
+        canonical_name(name)
 
 
 def method_attrs(method: str, cfg: MethodConfig) -> dict[str, Any]:

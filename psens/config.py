@@ -86,7 +86,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import difflib
 import functools
 import hashlib
 import json
@@ -95,7 +94,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from psens._validation import check_in_interval, check_positive_int, fail
+from psens._validation import check_in_interval, check_keys, check_positive_int, fail
 from psens.models.loading import DTYPE_NAMES  # the one table of dtype names
 from psens.prompts import VARIABLE_RULES
 from psens.settings import DEFAULT_NORMALIZATION, DEFAULT_SOLVER, DEFAULT_TAU, NORMALIZATIONS
@@ -654,7 +653,7 @@ def _check_device(device: str) -> None:
 
 def _check_scheduler(scheduler: str) -> None:
     """``local:N`` (N >= 1), ``cuda`` or ``tcp://host:port`` (whether dask-cuda and a GPU are
-    there is checked before the run, :func:`psens.runner._check_scheduler`)."""
+    there is checked before the run, :func:`psens.runner.check_scheduler`)."""
     s = str(scheduler)
     if s == "cuda":
         ok = True
@@ -697,21 +696,6 @@ def apply_preset(raw: dict[str, Any]) -> dict[str, Any]:
             continue
         out[key] = copy.deepcopy(value)
     return out
-
-
-def check_keys(raw: Any, names: list[str], required: tuple[str, ...], where: str = WHERE) -> None:
-    """Refuse a config that is not a mapping, has an unknown key (naming the closest valid
-    key) or lacks a required key."""
-    if not isinstance(raw, dict):
-        fail(where, f"a config must be a mapping, got {type(raw).__name__}", "Pass a dict")
-    for key in raw:
-        if key not in names:
-            close = difflib.get_close_matches(str(key), names, n=1)
-            hint = f"Did you mean {close[0]!r}?" if close else f"Valid keys: {names}"
-            fail(where, f"unknown key {key!r}", hint.rstrip("?."))
-    for key in required:
-        if key not in raw:
-            fail(where, f"the required key {key!r} is missing", f"Add {key} = ...")
 
 
 def load_config(path: str | os.PathLike) -> RunConfig:

@@ -221,7 +221,7 @@ def assert_run_equal(a, b, *, check_attrs: bool = True) -> None:
     """
     import xarray as xr
 
-    from psens.ips.pairs import index_run_pairs
+    from psens.store.pairs import index_run_pairs
 
     # an opened run indexes `pair` by name as well (the same numbers): compare like with like
     a, b = index_run_pairs(a.load()), index_run_pairs(b.load())

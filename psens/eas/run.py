@@ -117,22 +117,12 @@ CONFIG = EASConfig
 
 
 def _items(cfg: EASConfig) -> dict[str, list]:
-    """The items of every dataset: the seeded choice of :func:`psens.runner.select_items`."""
-    from types import SimpleNamespace
-
-    from psens.runner import select_items
+    """The items of every dataset: the seeded choice of an IPS run
+    (:func:`psens.datasets.choose`)."""
+    from psens import datasets
 
     return {
-        name: select_items(
-            SimpleNamespace(  # the item selection of an IPS run (no IPS templates to fit)
-                dataset=name,
-                split=None,
-                dataset_path=None,
-                samples=cfg.samples,
-                seed=cfg.seed,
-                template_names=(),
-            )
-        )
+        name: datasets.choose(datasets.load(name), cfg.samples, cfg.seed, name)
         for name in cfg.datasets
     }
 

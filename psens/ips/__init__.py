@@ -11,8 +11,8 @@ The numerical core (AND-OR interactions, Möbius transforms, the γ split of eq.
   (precision, jitter) and a per-model test of template IPS against it;
 * :mod:`psens.ips.solvers` — how IPS moves with the AND-OR solver (canonical, exact, SGD,
   random optimal vertices): :func:`solver_sensitivity` and :func:`solver_table`;
-* :mod:`psens.ips.pairs` — the ``pair`` coordinate of IPS results, selectable by name
-  (``res.sel(pair="ips1|ips2")``, also ``"ips2-ips1"``);
+* :mod:`psens.store.pairs` (also ``psens.ips.pairs``) — the ``pair`` coordinate of runs and
+  IPS results, selectable by name (``res.sel(pair="ips1|ips2")``, also ``"ips2-ips1"``);
 * :mod:`psens.ips.accessor` — ``ds.psens``: words of a subset, template pairs by name, a tidy
   :meth:`~psens.ips.accessor.PsensAccessor.to_frame` (one row per interaction);
 * :mod:`psens.ips.charts` — altair charts of those tables (needs the ``widgets`` extra);
@@ -27,7 +27,9 @@ References
    on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
 """
 
-from psens.ips import accessor, factors, floor, pairs, solvers, tables
+import sys as _sys
+
+from psens.ips import accessor, factors, floor, solvers, tables
 from psens.ips.metric import (
     CLASSES,
     ORDER_LEVELS,
@@ -53,6 +55,10 @@ from psens.ips.metric import (
     topk_matching_error,
 )
 from psens.ips.solvers import solver_sensitivity, solver_table
+from psens.store import pairs
+
+# the pair coordinate is part of the run schema (psens.store.pairs): the old name still works
+_sys.modules["psens.ips.pairs"] = pairs
 
 __all__ = [
     "CLASSES",

@@ -38,9 +38,9 @@ from psens.ips.metric import (
     order_of_subsets,
     select_solver,
 )
-from psens.ips.pairs import resolve_pair
 from psens.ips.tables import subset_label
 from psens.settings import run_settings, tau_of
+from psens.store.pairs import resolve_pair
 
 __all__ = ["PsensAccessor"]
 
@@ -111,7 +111,7 @@ class PsensAccessor:
 
         Either two template names (``pair("ips4", "ips1")``) or one pair name in either order
         with ``|`` or ``-`` (``pair("ips1|ips4")``, ``pair("ips4-ips1")``); see
-        :func:`psens.ips.pairs.resolve_pair`.
+        :func:`psens.store.pairs.resolve_pair`.
         """
         ds = self._ds
         _check_run(ds, "ds.psens.pair", ["template_a", "template_b"])

@@ -43,6 +43,7 @@ import pandas as pd
 from psens._charts import is_synthetic, mark_synthetic
 from psens.ips.metric import ORDER_LEVELS, block_status
 from psens.settings import run_config, run_settings, tau_of
+from psens.stats import majority_answer
 from psens.store import DONE
 
 __all__ = [
@@ -52,7 +53,6 @@ __all__ = [
     "chance_level",
     "headline",
     "headline_lines",
-    "majority_answer",
 ]
 
 #: A model whose most frequent answer exceeds this share of its predictions is flagged.
@@ -105,25 +105,6 @@ def _pools_text(p: dict) -> str:
     where = " ".join(x for x in (p["dataset"], p["split"]) if x)
     parts.append(f"{p['items']} items" + (f" of {where}" if where else ""))
     return ", ".join(parts)
-
-
-def majority_answer(answers) -> tuple[str, float, int]:
-    """The most frequent of ``answers`` (``""``, None and NaN are no answer), its share of
-    the answers given, and how many were given: ``("", nan, 0)`` when none.
-
-    Examples
-    --------
-    >>> majority_answer(["A", "A", "B", "", None, "A"])
-    ('A', 0.75, 4)
-    """
-    flat = np.ravel(np.asarray(answers, dtype=object))
-    answers = np.asarray(["" if a is None or a != a else str(a).strip() for a in flat], object)
-    answers = answers[answers != ""]
-    if not answers.size:
-        return "", float("nan"), 0
-    values, counts = np.unique(answers.astype(str), return_counts=True)
-    top = int(np.argmax(counts))
-    return str(values[top]), float(counts[top] / counts.sum()), int(counts.sum())
 
 
 def above_floor(head: pd.DataFrame) -> dict[str, bool]:

@@ -36,7 +36,6 @@ import numpy as np
 
 from psens._validation import check_game, check_in_interval, check_same_shape, fail
 from psens.interactions.transforms import reconstruct
-from psens.ips.pairs import pair_coords
 from psens.settings import (
     DEFAULT_NORMALIZATION,
     DEFAULT_TAU,
@@ -45,6 +44,7 @@ from psens.settings import (
     tau_of,
 )
 from psens.store import DONE, FAILED, PENDING
+from psens.store.pairs import pair_coords
 
 __all__ = [
     "CLASSES",

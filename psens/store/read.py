@@ -87,7 +87,7 @@ def open_run(path: str | os.PathLike, *, verify: bool = False):
     if path.is_file() and is_method_run(path):
         return open_method_run(path, verify=verify, where=where)
     if path.is_file():
-        from psens.ips.pairs import index_run_pairs
+        from psens.store.pairs import index_run_pairs
 
         return index_run_pairs(_open_netcdf(path, where, verify))
     _open_group(path, where)
@@ -127,7 +127,7 @@ def open_run(path: str | os.PathLike, *, verify: bool = False):
             f"{path} is damaged: its coordinates could not be read ({type(exc).__name__})",
             "See psens verify STORE; start the run over (psens run --overwrite)",
         )
-    from psens.ips.pairs import index_run_pairs
+    from psens.store.pairs import index_run_pairs
 
     return index_run_pairs(ds.assign_coords(coords))  # ds.sel(pair="ips1|ips4") works
 

@@ -48,8 +48,8 @@ from psens.ips.factors.meta import META_COLUMNS, TUNED_KINDS, model_frame
 from psens.ips.metric import ORDER_LEVELS, sample_ips
 from psens.settings import tau_of
 from psens.stats import (
-    _paired_core,
     bootstrap_means,
+    paired_core,
     percentile_ci,
     resample_counts,
     sign_flips,
@@ -135,7 +135,7 @@ def _compare(
     a, b = values[ia], values[ib]
     both = np.isfinite(a) & np.isfinite(b)
     a, b = np.where(both, a, np.nan), np.where(both, b, np.nan)
-    core = _paired_core(a, b, counts, flips, ci)  # arrays [P, O]
+    core = paired_core(a, b, counts, flips, ci)  # arrays [P, O]
     labels = info.index.to_numpy()
     pair_group = {}
     for g, members in groups.items():

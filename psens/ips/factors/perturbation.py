@@ -31,8 +31,8 @@ from psens.ips.factors.meta import model_frame
 from psens.ips.metric import pair_labels, sample_ips
 from psens.settings import tau_of
 from psens.stats import (
-    _paired_core,
     bootstrap_means,
+    paired_core,
     percentile_ci,
     resample_counts,
     sign_flips,
@@ -173,7 +173,7 @@ def ips_by_perturbation(
         out[f"ips_{k}_lo"], out[f"ips_{k}_hi"] = lo, hi
         out[f"n_pairs_{k}"] = int(masks[k].sum())
     both = np.isfinite(a_vals) & np.isfinite(b_vals)
-    core = _paired_core(
+    core = paired_core(
         np.where(both, a_vals, np.nan), np.where(both, b_vals, np.nan), counts, flips, ci
     )
     out["difference"] = out[f"ips_{ka}"] - out[f"ips_{kb}"]

@@ -23,8 +23,8 @@ from psens.ips.factors.meta import model_frame
 from psens.ips.metric import sample_ips
 from psens.settings import tau_of
 from psens.stats import (
-    _paired_core,
     bootstrap_means,
+    paired_core,
     percentile_ci,
     resample_counts,
     sign_flips,
@@ -137,7 +137,7 @@ def representation_table(
     for key in METRICS:
         a, b = vals[key][ia], vals[key][ib]
         both = np.isfinite(a) & np.isfinite(b)
-        core = _paired_core(np.where(both, a, np.nan), np.where(both, b, np.nan), counts, flips, ci)
+        core = paired_core(np.where(both, a, np.nan), np.where(both, b, np.nan), counts, flips, ci)
         out[f"base_{key}"], out[f"tuned_{key}"] = core["mean_b"], core["mean_a"]
         out[f"p_{key}"] = core["p_value"]
     out["cosine_says_tuned_stabler"] = out["tuned_cosine"] > out["base_cosine"]
