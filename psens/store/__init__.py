@@ -79,7 +79,6 @@ from __future__ import annotations
 from psens.store.checksums import (
     ATTRS_KEY,
     Verification,
-    verify,
 )
 from psens.store.export import (
     check_export_target,
@@ -94,6 +93,7 @@ from psens.store.files import (
     check_target,
     is_method_run,
     method_of,
+    verify,
     verify_file,
     write_method_run,
 )

@@ -9,7 +9,7 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -22,9 +22,6 @@ from psens.store.schema import (
     PENDING,
     _open_group,
 )
-
-if TYPE_CHECKING:
-    from psens.store.files import FileVerification
 
 __all__ = ["Verification", "verify"]
 
@@ -268,7 +265,7 @@ class Verification:
         return "\n".join(lines)
 
 
-def verify(path: str | os.PathLike) -> Verification | FileVerification:
+def verify(path: str | os.PathLike) -> Verification:
     """Check a store against the checksums written with it; name the damaged blocks.
 
     Every done or failed block is read back and its per-variable digests compared with
@@ -279,20 +276,15 @@ def verify(path: str | os.PathLike) -> Verification | FileVerification:
 
     Parameters
     ----------
-    path : a store written by :func:`psens.run` (or :func:`save`); a run file (an export
-        or a method run) is checked by :func:`psens.store.files.verify_file`.
+    path : a store written by :func:`psens.run` (or :func:`save`).
 
     Returns
     -------
-    Verification (FileVerification for a run file)
+    Verification
         ``ok``, ``damaged_blocks`` (model, sample names), ``damaged_arrays``, ``report()``.
     """
     where = "psens verify"
     path = Path(path)
-    if path.is_file():  # an export or a method run: one netCDF file
-        from psens.store.files import verify_file
-
-        return verify_file(path)
     group = _open_group(path, where)
     sums = group.attrs.get(CHECKSUM_ATTR)
     has = isinstance(sums, Mapping) and CHECKSUM_VAR in group

@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from psens._validation import fail
-from psens.store.checksums import ATTRS_KEY, _attr_changes, _attr_digests, _digest
+from psens.store.checksums import ATTRS_KEY, Verification, _attr_changes, _attr_digests, _digest
+from psens.store.checksums import verify as verify_store
 from psens.store.schema import CHECKSUM_ATTR, EXPORT_ATTR, SCHEMA
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "is_method_run",
     "method_of",
     "open_method_run",
+    "verify",
     "verify_file",
     "write_file",
     "write_method_run",
@@ -370,6 +372,13 @@ def verify_file(path: str | os.PathLike) -> FileVerification:
         elif recorded[name] != now[name]:
             out.damaged.append((name, "values changed"))
     return out
+
+
+def verify(path: str | os.PathLike) -> Verification | FileVerification:
+    """Check any run against the checksums written with it: a zarr store block by block
+    (:func:`psens.store.checksums.verify`), a run file (an export or a method run) variable
+    by variable (:func:`verify_file`)."""
+    return verify_file(path) if Path(path).is_file() else verify_store(path)
 
 
 def _refuse_damage(path: Path, where: str) -> None:

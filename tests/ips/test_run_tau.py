@@ -1,14 +1,14 @@
 """Every public ``psens.ips`` function that takes a run reads τ from the run unless given:
 on a run made at τ = 0.2, ``f(ds)`` equals ``f(ds, tau=0.2)`` and differs from
 ``f(ds, tau=0.1)`` (the default of a run that records none). The functions are found by
-introspection, so a new one with ``tau=DEFAULT_TAU`` fails here."""
+introspection, so a new one with ``tau=DEFAULT_TAU`` fails here. The widgets:
+tests/widgets/test_run_tau.py."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
 import pkgutil
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,7 +17,6 @@ import xarray as xr
 
 import psens
 import psens.ips
-import psens.widgets as pw
 from psens.synthetic import synthetic_run
 
 #: first parameters that take a run Dataset (``I_and`` when ``I_or`` may be left out)
@@ -50,9 +49,6 @@ def _run_tau_functions() -> dict[str, object]:
 FUNCTIONS = _run_tau_functions()
 
 
-RUNS = Path(__file__).resolve().parents[2] / "data" / "runs"
-
-
 @pytest.fixture(scope="module")
 def run02():
     ds = synthetic_run(n_samples=6, n_vars=(3, 4), seed=3)
@@ -63,13 +59,6 @@ def run02():
 @pytest.fixture(scope="module")
 def shots02():
     ds = synthetic_run(n_samples=6, n_vars=(3, 4), shots=(0, 1), seed=3)
-    ds.attrs["tau"] = 0.2
-    return ds
-
-
-@pytest.fixture(scope="module")
-def formats02():
-    ds = psens.open_run(RUNS / "formats.nc").isel(sample=slice(0, 3)).load()
     ds.attrs["tau"] = 0.2
     return ds
 
@@ -151,23 +140,3 @@ def test_the_accessor_reads_the_runs_tau(run02):
     rows = run02.psens.to_frame(salient_only=True)
     pd.testing.assert_frame_equal(rows, run02.psens.to_frame(tau=0.2, salient_only=True))
     assert len(rows) < len(run02.psens.to_frame(tau=0.1, salient_only=True))
-
-
-def _run_widgets():
-    from psens.widgets._base import ChartWidget
-
-    return sorted(
-        (
-            w
-            for w in vars(pw).values()
-            if inspect.isclass(w) and issubclass(w, ChartWidget) and w is not ChartWidget
-        ),
-        key=lambda w: w.__name__,
-    )
-
-
-@pytest.mark.parametrize("widget", _run_widgets(), ids=lambda w: w.__name__)
-def test_every_widget_opens_at_the_runs_tau(widget, run02, formats02):
-    assert "tau" in widget.class_traits()
-    w = widget(formats02 if widget.__name__ == "FormatSpace" else run02)
-    assert w.tau == 0.2
