@@ -64,10 +64,12 @@ test-slow: $(STAMP)
 # build dies with "Illegal instruction" on these CPUs, hence the explicit CPU flags (~6 min
 # each; pip caches the wheel, the server binary stays in the venv).
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+# The generated-code sandbox tests (-m sandbox, also in `make test`) need bubblewrap.
 test-integration: $(STAMP)
+	command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap)
 	$(PY) -c "import llama_cpp.server" 2>/dev/null || CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install --quiet "llama-cpp-python[server]==0.3.36"
 	bash scripts/build_llama_server.sh $(VENV) "$(LLAMA_CMAKE_ARGS)"
-	$(PY) -m pytest -q -m integration --timeout=900
+	$(PY) -m pytest -q -m "integration or sandbox" --timeout=900
 
 # JupyterLab + headless Chromium (Debian's chromium, installed with apt when missing).
 test-browser: $(STAMP)

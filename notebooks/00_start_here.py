@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 00 · Start here
 #
-# **psens** measures and explains how much a language model's answer depends on the wording of the prompt. It implements four published methods on one data model (xarray Datasets stored as zarr):
+# **psens** measures and explains how much a language model's answer depends on the wording of the prompt. It implements four published methods on one data model (xarray Datasets: a zarr store while a run is written, a netCDF `.nc` file once exported or shipped):
 #
 # | method | question it answers | notebooks |
 # |---|---|---|
@@ -18,7 +18,7 @@
 #
 # **A 20-minute workshop path** (2-core laptop, offline; `make demo` the day before):
 #
-# 1. (5 min) this notebook: the run, IPS by order, one item's interactions;
+# 1. (5 min) this notebook: one item under five templates, IPS and its noise floor, the verdict;
 # 2. (5 min) **01** interactions reproduce the model exactly, and few are salient;
 # 3. (5 min) **02** one item under two templates — stable and unstable interactions;
 # 4. (5 min) **12** how much of IPS is the model: solvers and numerical noise.
@@ -35,28 +35,51 @@ PSENS_SIZE = os.environ.get("PSENS_SIZE", "")
 # %%
 import psens.widgets as pw
 from psens import run_settings
+from psens.ips.charts import order_ips_chart
 from psens.ips.headline import headline_lines
 
 ds = pw.load_run(PSENS_RUN, PSENS_SIZE, tiny=dict(n_samples=6, seed=0))
+if "shot" in ds.dims:  # this notebook looks at the 0-shot setting (notebook 05 at the others)
+    ds = ds.sel(shot=ds["shot"].values[0])
 print(pw.describe(ds))
-ds
 
 # %% [markdown]
-# ## IPS of each model, overall and by order
+# ## One item, whole
 #
-# IPS lies in [0, 2]: 0 when the salient interactions are identical under every template, 2 when every salient interaction flips sign. Low/mid/high are interactions of few, some, many words (§4.3). Runs with few-shot settings are shown at 0 shots here (notebook 04 compares the shots).
+# A run asks each model every item under several **templates**: the same question and options, worded a little differently (`Answer:` vs `ANSWER:`, `A.` vs `A)`). Here is the first item as the first template shows it, the right answer, and what each model answered under each template.
+
+# %%
+sample = str(ds["sample"].values[0])
+print(str(ds["prompt"].sel(sample=sample).isel(template=0).values))
+print("\nright answer:", str(ds["target"].sel(sample=sample).values))
+answers = ds["prediction"].sel(sample=sample).to_pandas()
+answers.index.name, answers.columns.name = "model", "template"
+pw.show(answers, ds)
+
+# %% [markdown]
+# psens then **masks** the item's words (the `n` words below, each either kept or replaced by the model's unknown token: $2^n$ masked prompts per template) and scores every masked prompt by the log-odds of the right answer, $v$. The AND-OR interactions split $v$ exactly into effects of *sets* of words (notebook 01).
+
+# %%
+print("words masked:", [str(w) for w in ds["word"].sel(sample=sample).values if str(w)])
+
+# %% [markdown]
+# ## IPS, its noise floor, and the verdict
 #
-# `ds.psens.headline()` is the run's headline, the same numbers `psens summary` and the report print: what it pools, IPS with its bootstrap CI, the noise floor, accuracy, output consistency and the **caveats**. A model "not above the noise floor" has a template effect that numerical noise alone could give, so nothing about it is a finding; a model giving one answer on most items ("majority answer A on 95 %") has an output consistency that only says it always answers A.
+# * **IPS** compares the salient interactions (normalised effect $|\tilde I| > \tau$) of two templates: 0 when they are identical, 2 when every one flips sign; a model's IPS is the mean over items and template pairs. Low/mid/high restrict it to interactions of few, some or many words (§4.3).
+# * The **noise floor** is the IPS between two scorings of the *same* prompts (here float32 against bfloat16): what IPS numerical rounding alone gives. A template effect is only measured when IPS is above it.
+# * **IPS − floor** is that margin, with a 95 % bootstrap CI over items; **d_z** is the margin in units of its spread across items (an effect size); **p** is a paired sign-flip test over items: how often a margin this large comes from flipping each item's sign at random.
+# * The **verdict** says whether the model's IPS is a **finding**: above its floor *and* no caveat. A model answering one letter on most items ("majority answer A on 95 %"), answering at chance, or copying the few-shot examples' letter has an IPS that measures its answer preference, not how it reads the question — not a finding, even when its margin over the floor is clear.
+#
+# `ds.psens.headline()` computes all of it, the same numbers `psens summary` and the report print (black ticks on the chart: the floor).
 
 # %%
 tau = run_settings(ds).tau  # the τ the run was made with
 head = ds.psens.headline()
 print("\n".join(headline_lines(head)))
-table = head.pivot(index="model", columns="order", values="ips")
-pw.show(table[["all", "low", "mid", "high"]].round(3), ds)
+order_ips_chart(head, orders=("all", "low", "mid", "high"), title="IPS by order, floor as ticks")
 
 # %% [markdown]
-# The paper's mechanism claim is about these bands; the cell computes it for every model of the run.
+# The paper's mechanism claim is about these bands; the cell gives a verdict only for a model whose IPS is a finding.
 
 # %%
 print(
@@ -66,23 +89,23 @@ print(
 print("\n".join(pw.order_verdicts(head, ds)))
 
 # %% [markdown]
-# ## One item: its strongest interactions under two templates
+# ## The item's strongest interactions under two templates
 #
-# `ds.psens.to_frame` gives one row per interaction (AND or OR, a set of words), with its raw effect, its normalised effect Ĩ and whether it is salient (|Ĩ| > τ).
+# `ds.psens.to_frame` gives one row per interaction (AND or OR, a set of words), with its raw effect, its normalised effect Ĩ and whether it is salient (|Ĩ| > τ). The five strongest of each template, side by side: the same words often carry different effects.
 
 # %%
-sample = str(ds["sample"].values[0])
 one = ds.isel(model=0).sel(sample=[sample])
-if "shot" in one.dims:
-    one = one.isel(shot=0)
 rows = one.psens.to_frame(tau, salient_only=True)
-two = rows[rows.template.isin(list(ds["template"].values[:2]))]
-pw.show(
-    two.sort_values("normalized", key=abs, ascending=False)
-    .head(10)[["template", "kind", "words", "normalized"]]
-    .round(3),
-    ds,
+t_a, t_b = (str(t) for t in ds["template"].values[:2])
+top = (
+    rows[rows.template.isin([t_a, t_b])]
+    .assign(size=lambda d: d["normalized"].abs())
+    .sort_values("size", ascending=False)
+    .groupby("template", sort=False)
+    .head(5)
+    .sort_values(["template", "size"], ascending=[True, False])
 )
+pw.show(top[["template", "kind", "words", "normalized"]].round(3), ds)
 
 # %% [markdown]
 # **Next:** notebooks 01–04 walk through the IPS paper section by section; 09–11 the other three methods; 12 checks how much of IPS is the model rather than the solver or numerical noise.

@@ -103,8 +103,14 @@ print(
     "The paper reports that most salient interactions are unstable (opposite sign or a "
     "different effect) whether or not the output changes, and fewer when it does not (fig. 3b)."
 )
+from psens.ips.verdicts import findings
+
 stable = "same sign, similar effect"
+why = findings(ds.psens.headline())  # a model that is not a finding gets no verdict
 for model, rows in shares.groupby(level="model"):
+    if why.get(str(model)):
+        print(pw.verdict(f"{model}: not a finding ({why[str(model)]})", None, ds))
+        continue
     unstable = 1 - rows[stable].droplevel("model") if stable in rows else None
     if unstable is None or not {"changed", "unchanged"} <= set(unstable.dropna().index):
         have = [] if unstable is None else list(unstable.dropna().index)

@@ -38,7 +38,7 @@ PSENS_SIZE = os.environ.get("PSENS_SIZE", "")
 import pandas as pd
 
 import psens.widgets as pw
-from psens.ips.headline import headline_lines
+from psens.ips.headline import headline_lines, headlines
 
 # PSENS_SIZE=full: the paper's MCQ setting (§4.1, table 1), data/examples/paper_table1.toml
 FULL = pw.paper_config("table1")
@@ -59,7 +59,8 @@ orders = pw.OrderIPS(ds)
 orders
 
 # %%
-head = ds.psens.headline()  # the numbers psens summary prints, with the caveats
+heads = headlines(ds)  # every shot setting, the noise floor computed once
+head = next(iter(heads.values()))  # the numbers psens summary prints, with the caveats
 print("\n".join(headline_lines(head)))
 print(
     "The paper reports that low-order interactions are the least sensitive and high-order "
@@ -78,7 +79,7 @@ pw.OrderIPS(ds, layout="by_order")
 # %% [markdown]
 # ## What the factors change (fig. 10)
 #
-# $\Delta IPS_{order} = (IPS^A_{order} - IPS^B_{order}) / IPS^B_{order}$ with A the models with the factor and B without. Negative: the factor lowers sensitivity. The paper averages over matched pairs (a base model and its instruct version of the same series and size; every dense and MoE model of one family; each model at k and at 0 shots). Each comparison below runs only when the run has a matched pair (`psens.ips.factors.matched_pairs`, the rule notebook 05 uses: instruct and base of one family and size, dense and MoE of one family); otherwise it says what is missing and gives no verdict — two unrelated models differ in far more than the factor. Models not above their noise floor are left out of every verdict (`pw.findings_run`): their factor effects are numerical noise.
+# $\Delta IPS_{order} = (IPS^A_{order} - IPS^B_{order}) / IPS^B_{order}$ with A the models with the factor and B without. Negative: the factor lowers sensitivity. The paper averages over matched pairs (a base model and its instruct version of the same series and size; every dense and MoE model of one family; each model at k and at 0 shots). Each comparison below runs only when the run has a matched pair (`psens.ips.factors.matched_pairs`, the rule notebook 05 uses: instruct and base of one family and size, dense and MoE of one family); otherwise it says what is missing and gives no verdict — two unrelated models differ in far more than the factor. Models that are not findings — below their noise floor, answering one letter, at chance, or copying the few-shot examples' answer letter, at any shot setting — are left out of every verdict (`pw.findings_run`, the rule of `psens.ips.verdicts.findings`): their factor effects are noise or letter preference.
 
 # %%
 FACTORS = {
@@ -88,8 +89,8 @@ FACTORS = {
     "dense vs MoE": dict(need=dict(models=2, archs=("dense", "moe")), by="arch", match="family"),
     "few-shot vs 0-shot": dict(need=dict(shots=True), by="shot", match="none"),
 }
-fds, note = pw.findings_run(ds, head)  # models above their noise floor: the verdicts use these
-print(note or "every model is above its noise floor: all enter the factor verdicts")
+fds, note = pw.findings_run(ds, heads)  # the models that are findings at every shot setting
+print(note or "every model is a finding at every shot setting: all enter the factor verdicts")
 compare = {}
 for label, spec in FACTORS.items():
     why = pw.lacks(fds, f"the {label} comparison", **spec["need"])

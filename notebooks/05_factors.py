@@ -34,7 +34,7 @@ import psens.widgets as pw
 from psens.ips import charts as ips_charts
 from psens.ips import tables
 from psens.ips.factors import charts as plots
-from psens.ips.headline import headline_lines
+from psens.ips.headline import headline_lines, headlines
 from psens.synthetic import TINY_MODELS
 
 pd.set_option("display.precision", 3)
@@ -71,15 +71,16 @@ def attempt(label, analysis):
 # The numbers `psens summary` prints (`ds.psens.headline()`): a model flagged "not above the noise floor" has a template effect that numerical noise alone could give, so a factor comparison involving it is not a finding; "majority answer X on N %" means its output consistency only says it always answers X.
 
 # %%
-head = ds.psens.headline()
+heads = headlines(ds)  # every shot setting, the noise floor computed once
+head = next(iter(heads.values()))  # the first shot setting: psens summary's numbers
 print("\n".join(headline_lines(head)))
 
 # %% [markdown]
-# Every factor verdict below is drawn from the models above their noise floor (`pw.findings_run`): a model that is not has no findings, so it is left out — and a comparison that needed it says what is missing.
+# Every factor verdict below is drawn from the models that are findings at every shot setting (`pw.findings_run`, the rule of `psens.ips.verdicts.findings`: above the noise floor, no majority answer, above chance, not copying the few-shot examples' letter): a model that is not is left out — and a comparison that needed it says what is missing.
 
 # %%
-fds, note = pw.findings_run(ds, head)
-print(note or "every model is above its noise floor: all enter the factor verdicts")
+fds, note = pw.findings_run(ds, heads)
+print(note or "every model is a finding at every shot setting: all enter the factor verdicts")
 
 # %% [markdown]
 # ## Model metadata
@@ -241,6 +242,14 @@ pw.show(r4.summary[r4.summary.order == "all"], fds) if r4 is not None else None
 r4.chart() if r4 is not None else None
 
 # %% [markdown]
+# **Does the answer letter follow the examples?** A few-shot prompt ends its examples with their answers ("Answer: C"). A model that then answers C on most items has changed its *letter*, not its reading of the question, and its few-shot ΔIPS is confounded. `psens.ips.verdicts.answer_confound` puts each shot setting's answers beside the examples' letters; a model flagged `follows_examples` is not a finding at that shot setting (its headline says so), so `pw.findings_run` left it out of the verdict above.
+
+# %%
+from psens.ips.verdicts import answer_confound
+
+pw.show(answer_confound(ds).round(3), ds) if "shot" in ds.dims else None
+
+# %% [markdown]
 # ## The common mechanism: ΔIPS by order (§4.3, fig. 10)
 #
 # The same factors restricted to low- (|S| ≤ n/3), mid- and high-order interactions. Each chart compares two groups of models: on the left their IPS, on the right ΔIPS = (IPS_A − IPS_B)/IPS_B averaged over matched pairs (an instruct/chat model and the base model of the same series and size; every dense and MoE model of one family; each model at k shots and at 0 shots). Bars below zero mean the factor lowers the sensitivity of that band; whiskers are bootstrap 95 % CIs over samples. Only the factors with a matched pair in this run are shown. Notebook 04 has the same figure as a widget (`FactorCompare`).
@@ -295,15 +304,18 @@ pw.show(r1.summary[r1.summary.order != "all"], fds) if r1 is not None else None
 # `F.compare_models` takes explicit `(A, B[, group])` pairs, so any two groups can be compared with the same statistics; build the pairs from metadata. Pairs of *different* models (another family or size) differ in much more than the factor, so this is no test of the paper's claim — but it is what a run of unmatched models can show.
 
 # %%
-base = models_where(kind="base")
-tuned = models_where(kind="tuned", arch="dense")
+kept = set(fds["model"].values)  # the same models as every verdict above
+base = [m for m in models_where(kind="base") if m in kept]
+tuned = [m for m in models_where(kind="tuned", arch="dense") if m in kept]
 pairs = [(t, b, "tuned vs base") for t in tuned for b in base]
 mine = None
 if pairs:
-    mine = F.compare_models(ds, pairs, n_boot=N_BOOT, n_perm=N_PERM)  # no verdict: all models
+    mine = F.compare_models(fds, pairs, n_boot=N_BOOT, n_perm=N_PERM)
+    if fds.attrs.get(pw.NOT_FINDINGS):
+        print("no model of this run is a finding: the comparison below is no finding either")
 else:
-    print(pw.lacks(ds, "a tuned vs base comparison", kinds=("base", "tuned")))
-pw.show(mine.summary, ds) if mine is not None else None
+    print(pw.lacks(fds, "a tuned vs base comparison", kinds=("base", "tuned")))
+pw.show(mine.summary, fds) if mine is not None else None
 
 # %% [markdown]
 # ## IPS vs output consistency (fig. 4b)

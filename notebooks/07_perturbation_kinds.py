@@ -34,6 +34,9 @@ ds = F.attach_metadata(pw.load_run(PSENS_RUN, PSENS_SIZE, tiny=TINY, full=FULL))
 if "shot" in ds.dims:
     ds = ds.sel(shot=ds["shot"].values[0])  # the template kinds at 0 shots
 print(pw.describe(ds))
+# The verdicts use only the models whose IPS is a finding (psens.ips.verdicts.findings)
+fds, note = pw.findings_run(ds)
+print(note or "every model is a finding: all enter the verdicts")
 
 # %% [markdown]
 # ## The kind of every template pair
@@ -51,8 +54,8 @@ kinds_of_pairs
 
 # %%
 paper = [m for ms in F.pairings.PERTURBATION_MODELS.values() for m in ms]
-present = [m for m in paper if m in set(ds.model.values)]
-sub = F.select_models(ds, names=present) if len(present) >= 2 else ds
+present = [m for m in paper if m in set(fds.model.values)]
+sub = F.select_models(fds, names=present) if len(present) >= 2 else fds
 kinds = None
 try:
     kinds = F.ips_by_perturbation(sub, n_boot=N_BOOT, n_perm=N_PERM)
@@ -84,7 +87,7 @@ if kinds is not None:
                     f"{where})",
                     f"{k} of {n} {arch} model(s) are more sensitive to {kind} tokens",
                     k > n / 2,
-                    ds,
+                    fds,
                 )
             )
         display(pw.show(t, ds))

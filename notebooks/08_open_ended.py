@@ -226,15 +226,21 @@ if run_l is not None:
         tab = F.ips_by_perturbation(run_l, kinds=("altering", rewrite), n_boot=1000, n_perm=2000)
         show = tab[[*cols, f"ips_{rewrite}", f"ips_{rewrite}_lo", f"ips_{rewrite}_hi", "p_value"]]
         display(show.round(3))
+        n_items = run_l.sizes["sample"]
         for row in tab.itertuples():
+            if row.diff_lo <= 0 <= row.diff_hi:
+                why = "the CI contains 0: not a finding"
+            elif row.p_value >= 0.05:  # a bootstrap CI over a few items is too narrow
+                why = (
+                    f"the bootstrap CI excludes 0, but the paired test over {n_items} items "
+                    f"cannot reach p < 0.05 (smallest possible p = {2 / 2**n_items:.3f}): "
+                    "not a finding"
+                )
+            else:
+                why = "beyond the noise of these items"
             print(
                 f"{row.model}: IPS({rewrite}) - IPS(template change) = {row.difference:+.3f} "
-                f"[{row.diff_lo:+.3f}, {row.diff_hi:+.3f}], p = {row.p_value:.3f} -> "
-                + (
-                    "inside the noise of 4 items: not a finding"
-                    if row.p_value >= 0.05 or row.diff_lo <= 0 <= row.diff_hi
-                    else "beyond the noise of these items"
-                )
+                f"[{row.diff_lo:+.3f}, {row.diff_hi:+.3f}], p = {row.p_value:.3f} -> {why}"
             )
 
 # %% [markdown]

@@ -381,7 +381,7 @@ else:
 # %% [markdown]
 # ## MATH and HumanEval answer checking (§3.1)
 #
-# ProSA's other two objective benchmarks have loaders too (`psens.datasets.load("math", path=...)`, `("humaneval", path=...)`: the data is not installable offline, pass a local copy). A MATH answer is the content of the last `\boxed{...}` (nested braces kept), compared by exact match; a HumanEval completion passes when the benchmark's tests pass on it, run in a **separate, sandboxed Python process** (time limit, temporary folder, no network, file writes refused) — never in this notebook's process. A toy item (made up here, not from HumanEval):
+# ProSA's other two objective benchmarks have loaders too (`psens.datasets.load("math", path=...)`, `("humaneval", path=...)`: the data is not installable offline, pass a local copy). A MATH answer is the content of the last `\boxed{...}` (nested braces kept), compared by exact match; a HumanEval completion passes when the benchmark's tests run to their end on it and every call returns what the canonical solution returns (type included, decided in this process), run in a **separate, sandboxed Python process** (bubblewrap: no network, its own PID and user namespaces, a read-only interpreter; a time limit, capped output, file writes refused) — never in this notebook's process. Without bubblewrap only an audit-hook guard runs, and psens warns that it is not a security boundary; a run config executes generated code only with `allow_code_execution = true`. A toy item (made up here, not from HumanEval):
 
 # %%
 from psens.pss.answers import boxed_answer, math_correct, run_humaneval
@@ -392,8 +392,12 @@ print(
 )
 toy_prompt = 'def double(x: int) -> int:\n    """Twice x."""\n'
 toy_test = "def check(candidate):\n    assert candidate(2) == 4\n"
-for completion in ("    return 2 * x\n", "    return x\n", "    while True:\n        pass\n"):
-    print(repr(completion), run_humaneval(completion, toy_prompt, toy_test, "double", timeout=2))
+toy_solution = "    return 2 * x\n"
+for completion in ("    return x + x\n", "    return x\n", "    while True:\n        pass\n"):
+    got = run_humaneval(
+        completion, toy_prompt, toy_test, "double", canonical=toy_solution, timeout=2
+    )
+    print(repr(completion), got)
 
 # %% [markdown]
 # ## 8 · Subjective PSS (§4): three prompt versions and a judge

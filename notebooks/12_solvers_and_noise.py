@@ -59,11 +59,12 @@ table.round(3)
 # %%
 long = (
     sens["ips"]
-    .mean([d for d in sens["ips"].dims if d not in ("solver", "order")], skipna=True)
+    .mean([d for d in sens["ips"].dims if d not in ("model", "solver", "order")], skipna=True)
     .to_dataframe()
     .reset_index()
 )
-title = f"IPS by solver and order — {SOURCE}"
+pooled = ", ".join(d for d in sens["ips"].dims if d not in ("model", "solver", "order"))
+title = f"IPS by model, solver and order (mean over {pooled}) — {SOURCE}"
 chart = (
     alt.Chart(long, title=title)
     .mark_bar()
@@ -72,9 +73,10 @@ chart = (
         y=alt.Y("ips:Q", title="mean IPS"),
         color="solver:N",
         column=alt.Column("order:N", sort=["all", "low", "mid", "high"]),
-        tooltip=["solver", "order", alt.Tooltip("ips:Q", format=".3f")],
+        row=alt.Row("model:N"),
+        tooltip=["model", "solver", "order", alt.Tooltip("ips:Q", format=".3f")],
     )
-    .properties(width=150, height=220)
+    .properties(width=150, height=160)
 )
 pw.label_synthetic(chart, ds)
 
@@ -119,37 +121,47 @@ floors.round(3)
 # %% [markdown]
 # ## 3 · Do the paper's claims hold on this run, under each solver?
 #
-# Computed below, whichever way it comes out: "low-order interactions are the least sensitive" holds for a solver when its mean low-order IPS is below both the mid- and the high-order IPS; "few-shot lowers IPS" (only for runs with a `shot` dim) when the mean IPS at the largest shot count is below the 0-shot IPS.
+# Computed below per model, whichever way it comes out: "low-order interactions are the least sensitive" holds for a solver when the model's mean low-order IPS is below both its mid- and high-order IPS; "few-shot lowers IPS" (only for runs with a `shot` dim) when its mean IPS at the largest shot count is below its 0-shot IPS. A model that is not a finding (`psens.ips.verdicts.findings`: below its noise floor, answering one letter, at chance, or copying the few-shot examples' letter) gets its numbers but no verdict; models are never averaged together.
 
 # %%
-means = sens["ips"].mean([d for d in sens["ips"].dims if d not in ("solver", "order", "shot")])
-lines = []
-for solver in means["solver"].values:
-    m = means.sel(solver=solver)
-    at0 = m.isel(shot=0) if "shot" in m.dims else m
-    low, mid, high = (float(at0.sel(order=o)) for o in ("low", "mid", "high"))
-    holds = low < mid and low < high
-    lines.append(
-        f"{solver}: low {low:.3f}, mid {mid:.3f}, high {high:.3f} → low-order least sensitive: "
-        f"{'holds' if holds else 'does not hold'}"
-    )
-    if "shot" in m.dims and m.sizes["shot"] > 1:
-        first, last = (
-            float(m.sel(order="all").isel(shot=0)),
-            float(m.sel(order="all").isel(shot=-1)),
-        )
-        shots = m["shot"].values
-        verdict = "lower" if last < first else "not lower"
-        lines.append(
-            f"    {shots[-1]}-shot IPS {last:.3f} vs 0-shot {first:.3f} ({verdict}; "
-            f"{(last - first) / first:+.1%})"
-        )
-print(f"{SOURCE}:\n" + "\n".join(lines))
-verdicts = {ln.split(":")[0]: ln.endswith("holds") for ln in lines if "least sensitive" in ln}
-agree = len(set(verdicts.values())) == 1
-print(
-    "The solvers agree on the order claim."
-    if agree
-    else "The verdict on the order claim depends on the solver: "
-    + ", ".join(f"{k} {'holds' if v else 'fails'}" for k, v in verdicts.items())
+from psens.ips.verdicts import findings_models
+
+shots_here = [int(s) for s in ds["shot"].values] if "shot" in ds.dims else None
+why = findings_models(ds, shots_here, n_boot=200)
+means = sens["ips"].mean(
+    [d for d in sens["ips"].dims if d not in ("model", "solver", "order", "shot")]
 )
+lines, verdicts = [], {}
+for model in means["model"].values:
+    reason = why.get(str(model), "")
+    lines.append(f"{model}" + (f" — not a finding ({reason}): no verdict" if reason else ""))
+    for solver in means["solver"].values:
+        m = means.sel(model=model, solver=solver)
+        at0 = m.isel(shot=0) if "shot" in m.dims else m
+        low, mid, high = (float(at0.sel(order=o)) for o in ("low", "mid", "high"))
+        holds = low < mid and low < high
+        text = f"  {solver}: low {low:.3f}, mid {mid:.3f}, high {high:.3f}"
+        if not reason:
+            text += f" → low-order least sensitive: {'holds' if holds else 'does not hold'}"
+            verdicts[(str(model), str(solver))] = holds
+        lines.append(text)
+        if "shot" in m.dims and m.sizes["shot"] > 1:
+            first = float(m.sel(order="all").isel(shot=0))
+            last = float(m.sel(order="all").isel(shot=-1))
+            lines.append(
+                f"    {int(m['shot'].values[-1])}-shot IPS {last:.3f} vs 0-shot {first:.3f} "
+                f"({(last - first) / first:+.1%})"
+            )
+print(f"{SOURCE}:\n" + "\n".join(lines))
+for model in means["model"].values:
+    v = {s: h for (m, s), h in verdicts.items() if m == str(model)}
+    if not v:
+        continue
+    print(
+        f"{model}: the solvers agree on the order claim."
+        if len(set(v.values())) == 1
+        else f"{model}: the verdict on the order claim depends on the solver: "
+        + ", ".join(f"{k} {'holds' if h else 'fails'}" for k, h in v.items())
+    )
+if not verdicts:
+    print("no model of this slice is a finding: no verdict on the paper's claims here")

@@ -12,7 +12,8 @@ Keys
                     or served models ``{name, base_url, model, tokenizer[, endpoints, ...]}``
                     (:mod:`psens.models.served`)
 ``dataset``         ``arc-challenge``, ``arc-easy``, ``mmlu[:subject]``, ``commonsenseqa``,
-                    ``boolq``, ``squad``, ``dolly``
+                    ``boolq``, ``piqa``, ``sciq``, ``hellaswag``, ``openbookqa``, ``copa``,
+                    ``squad``, ``dolly`` (:func:`psens.datasets.load`)
 ``split``           dataset split (default: the dataset's default)
 ``dataset_path``    a local copy of the dataset (jsonl/parquet/save_to_disk), optional
 ``samples``         how many items (a seeded random choice, kept in dataset order) or a list
@@ -50,6 +51,15 @@ Keys
                     refused on a device that reports no free memory (``mps``)
 ``trust_remote_code`` run a model's own code from its folder or hub repository (default
                     false; passed to transformers only when true)
+``allow_code_execution`` run the code a model generates for a code item (HumanEval) to
+                    score it (default false; a ``humaneval`` run that generates text is
+                    refused without it). Each completion runs in a sandbox
+                    (:mod:`psens.pss.sandbox`: bubblewrap without network, PID and user
+                    namespaces of its own, a read-only interpreter; where bubblewrap cannot
+                    run, only an audit-hook guard, which is not a security boundary and is
+                    warned about) and passes when its results equal the canonical
+                    solution's (:func:`psens.pss.answers.run_humaneval`); ``max_new_tokens``
+                    must leave room for a function body
 ``threads``         torch CPU threads (default: torch's own)
 ``mask_tokens``     per-model mask-token overrides, ``{model: token}``
 ``generate``        store the greedy generated text (default true), ``max_new_tokens`` (8)
@@ -157,6 +167,7 @@ class RunConfig:
     dtype: str | None = None
     batch_size: int | str = 32
     trust_remote_code: bool = False
+    allow_code_execution: bool = False
     threads: int | None = None
     mask_tokens: dict[str, str] = field(default_factory=dict)
     generate: bool = True
@@ -358,6 +369,7 @@ class RunConfig:
         if self.dtype is not None and self.dtype not in DTYPES:
             fail(WHERE, f"dtype = {self.dtype!r} is not known", f"Use one of {list(DTYPES)}")
         self._check_noise_floor()
+        self._check_code_execution()
         if self.cache_dir is not None:
             folder = Path(self.cache_dir).expanduser()
             if folder.exists() and not folder.is_dir():
@@ -373,6 +385,21 @@ class RunConfig:
                 f"'mask_tokens' names models not in 'models': {sorted(unknown_overrides)}",
                 "Key the overrides by the names used in 'models'",
             )
+
+    def _check_code_execution(self) -> None:
+        """A run that would score generated code (the ``humaneval`` dataset with
+        ``generate``) needs ``allow_code_execution = true``."""
+        from psens.datasets import canonical_name
+
+        if self.generate and not self.allow_code_execution:
+            if canonical_name(str(self.dataset), WHERE)[0] == "humaneval":
+                fail(
+                    WHERE,
+                    f"dataset = {self.dataset!r} is scored by running the generated code, and "
+                    "code execution is off",
+                    "Add allow_code_execution = true to run it in the sandbox "
+                    "(psens.pss.sandbox), or set generate = false",
+                )
 
     def _check_choices(self) -> None:
         """``variables``, ``shots_from`` and ``normalization`` name known choices."""
@@ -528,20 +555,15 @@ class RunConfig:
             _wrong_type("seed", self.seed, "an integer")
         if self.seed < 0:
             fail(WHERE, f"seed = {self.seed} is negative", "Use a seed >= 0")
-        if not isinstance(self.trust_remote_code, bool):
-            fail(
-                WHERE,
-                f"'trust_remote_code' must be true or false, got {self.trust_remote_code!r}",
-                "Write trust_remote_code = true or false (without quotes)",
-                TypeError,
-            )
-        if not isinstance(self.generate, bool):
-            fail(
-                WHERE,
-                f"'generate' must be true or false, got {self.generate!r}",
-                "Write generate = true or generate = false (without quotes)",
-                TypeError,
-            )
+        for key in ("trust_remote_code", "generate", "allow_code_execution"):
+            value = getattr(self, key)
+            if not isinstance(value, bool):
+                fail(
+                    WHERE,
+                    f"'{key}' must be true or false, got {value!r}",
+                    f"Write {key} = true or {key} = false (without quotes)",
+                    TypeError,
+                )
         for key in ("solver_settings", "mask_tokens"):
             if not isinstance(getattr(self, key), dict):
                 _wrong_type(key, getattr(self, key), "a table (a mapping)")
@@ -592,8 +614,9 @@ class RunConfig:
             d["perturbations"] = hashlib.sha256(Path(self.perturbations).read_bytes()).hexdigest()
         if self.floor_dtype is not None:
             d["noise_floor"] = self.floor_dtype  # true and "bfloat16" are one run
-        if d.pop("trust_remote_code"):  # absent when false: older stores keep their hash
-            d["trust_remote_code"] = True
+        for key in ("trust_remote_code", "allow_code_execution"):
+            if d.pop(key):  # absent when false: older stores keep their hash
+                d[key] = True
         d["models"] = [spec.identity() for spec in self.model_specs]
         text = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]

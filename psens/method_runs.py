@@ -23,7 +23,7 @@ import os
 from psens._validation import fail
 from psens.store import METHOD_ATTR, METHODS
 
-__all__ = ["METHODS", "load", "run", "summarize"]
+__all__ = ["METHODS", "load", "reread_verdicts", "run", "summarize"]
 
 WHERE = "psens method run"
 
@@ -65,3 +65,18 @@ def run(
 def summarize(obj) -> str:
     """The text summary of an opened method run."""
     return _module(str(obj.attrs.get(METHOD_ATTR))).summarize(obj)
+
+
+def reread_verdicts(obj):
+    """An opened EAS or subjective PSS run with its judge verdicts read again from the stored
+    replies by the current parser and everything computed from them recomputed (the
+    method's ``reread``: :func:`psens.eas.run.reread`, :func:`psens.pss.subjective.reread`);
+    every other variable, coordinate and attr as stored. A DBSA run has no judge: refused."""
+    method = str(obj.attrs.get(METHOD_ATTR))
+    if method not in ("eas", "subjective"):
+        fail(
+            WHERE,
+            f"a {method} run has no judge verdicts to read again",
+            "Pass an EAS or subjective PSS run file",
+        )
+    return _module(method).reread(obj)

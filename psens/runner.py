@@ -629,8 +629,7 @@ def compute_block(scorer, plan: Plan, sample: int, *, floor_scorer=None) -> dict
                 shown, name, shots=shots, generate=cfg.generate, max_new_tokens=cfg.max_new_tokens
             )
             p_target[h, t], confidence[h, t] = pred.p_target, pred.confidence
-            if pred.correct is not None:
-                correct[h, t] = float(pred.correct)
+            correct[h, t] = _correct(cfg, item, pred)
             prediction[h, t] = pred.choice if pred.choice is not None else pred.text
             generated[h, t] = pred.text
             if hidden is None:
@@ -690,6 +689,30 @@ def compute_block(scorer, plan: Plan, sample: int, *, floor_scorer=None) -> dict
     return _squeeze_shots(plan, block)
 
 
+def _correct(cfg: RunConfig, item, pred) -> float:
+    """1.0 or 0.0 for a scored answer, NaN for none: the prediction's own ``correct`` (an
+    option choice), or, for a HumanEval item of a run with ``allow_code_execution``, whether
+    the generated code passes (:func:`psens.pss.answers.run_humaneval`, in the sandbox; NaN
+    when the check itself could not run). Without the opt-in no code is run."""
+    if pred.correct is not None:
+        return float(pred.correct)
+    meta = item.metadata or {}
+    if not (
+        cfg.allow_code_execution
+        and item.task_type == "code"
+        and pred.text
+        and {"test", "entry_point"} <= set(meta)
+        and item.answer
+    ):
+        return float("nan")
+    from psens.pss.answers import run_humaneval
+
+    got = run_humaneval(
+        pred.text, item.question, meta["test"], meta["entry_point"], canonical=item.answer
+    )
+    return float("nan") if got.status == "error" else float(got.passed)
+
+
 def _squeeze_shots(plan: Plan, block: dict[str, Any]) -> dict[str, Any]:
     """A block without its leading shot axis when the run has no shot dim."""
     if plan.cfg.shots:
@@ -731,8 +754,7 @@ def _predict_block(scorer, plan: Plan, sample: int) -> dict[str, np.ndarray]:
                 reuse_prefix=True,  # the few-shot prefix is the same for every item
             )
             cells["p_target"][h, t], cells["confidence"][h, t] = pred.p_target, pred.confidence
-            if pred.correct is not None:
-                cells["correct"][h, t] = float(pred.correct)
+            cells["correct"][h, t] = _correct(cfg, item, pred)
             prediction[h, t] = pred.choice if pred.choice is not None else pred.text
             generated[h, t] = pred.text
             if hidden is None:

@@ -455,6 +455,22 @@ SHIPPED_MODELS = {
 }
 
 
+def script_module(name: str):
+    """The module of ``scripts/<name>.py`` (the scripts folder on ``sys.path`` while it loads,
+    for the scripts' imports of each other)."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    return module
+
+
 def shipped_standin(path: Path, n_samples: int = 6) -> Path:
     """The shipped run's layout (two models, shots 0/1/3, templates ips1–ips5, n = 5–6)
     with synthetic numbers, exported to netCDF at ``path`` — what the notebooks are tested

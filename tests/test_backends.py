@@ -12,13 +12,17 @@ import pandas as pd
 import pytest
 
 from psens.backends import (
+    DEFAULT_JUDGE_TEMPLATE,
+    GRADED_JUDGE_TEMPLATE,
     CallableJudge,
     HTTPJudge,
     OpenAIClient,
     ResponseCache,
     Verdict,
     cache_key,
+    instruction_text,
     parse_verdict,
+    reread_verdicts,
 )
 from psens.eas import build_rows, generate_responses, instance_metrics, judge_responses
 
@@ -502,27 +506,134 @@ def test_bad_arguments_are_explained(tmp_path):
 # ---------------------------------------------------------------------------------- judges
 
 
-@pytest.mark.parametrize(
-    ("text", "correct"),
-    [
-        ("correct", True),
-        ("Incorrect.", False),
-        ("The response is not correct", False),
-        ("Yes, correct", True),
-        ("wrong", False),
-    ],
-)
-def test_parse_binary_verdicts(text, correct):
-    v = parse_verdict(text)
-    assert v.status == "ok" and v.correct is correct and v.raw_text == text
+UNPARSED = "unparsed"
+PREFERENCE = "Is the response as good as the reference answer? Reply with one word: yes or no."
+
+#: (reply, mode, verdict): binary verdicts True/False, graded ones the score, or UNPARSED.
+#: The first rows are the replies the lenient parser misread (as 0.5, 0.1, 1.0, 0.0 and yes).
+VERDICTS = [
+    ("-5", "graded", UNPARSED),
+    ("1e5", "graded", UNPARSED),
+    ("15 out of 10", "graded", UNPARSED),
+    ("On a scale from 0 to 10, I give it 8.", "graded", 0.8),
+    ("I would not say yes", "binary", UNPARSED),
+    (PREFERENCE, "binary", UNPARSED),
+    # graded: one plain number in [0, 10], the scale's own numbers left out
+    ("8", "graded", 0.8),
+    ("0", "graded", 0.0),
+    ("10", "graded", 1.0),
+    ("7.5", "graded", 0.75),
+    ("Score: 7/10", "graded", 0.7),
+    ("8/10", "graded", 0.8),
+    ("8 out of 10", "graded", 0.8),
+    ("**9**", "graded", 0.9),
+    ("Rating:6.", "graded", 0.6),
+    ("I rate it 3 (on a 0-10 scale).", "graded", 0.3),
+    ("42", "graded", UNPARSED),
+    ("11", "graded", UNPARSED),
+    ("+5", "graded", UNPARSED),
+    ("−3", "graded", UNPARSED),
+    ("5e-1", "graded", UNPARSED),
+    ("80%", "graded", UNPARSED),
+    ("7,5", "graded", UNPARSED),
+    ("7 or 8", "graded", UNPARSED),
+    ("4/5", "graded", UNPARSED),
+    ("1. The answer deserves 6", "graded", UNPARSED),
+    ("eight", "graded", UNPARSED),
+    ("I would not give it 8", "graded", UNPARSED),
+    ("from 0 (wrong or useless) to 10 (fully correct)", "graded", UNPARSED),
+    ("", "graded", UNPARSED),
+    ("8th", "graded", UNPARSED),
+    # binary: the verdict words of one polarity, no negation or hedge before them
+    ("correct", "binary", True),
+    ("Incorrect.", "binary", False),
+    ("Yes.", "binary", True),
+    ("No, it is worse.", "binary", False),
+    ("YES", "binary", True),
+    ("Yes, correct", "binary", True),
+    ("wrong", "binary", False),
+    ("Answer: yes", "binary", True),
+    ("The response is not correct", "binary", UNPARSED),
+    ("It isn't correct", "binary", UNPARSED),
+    ("yes or no", "binary", UNPARSED),
+    ("No, I would say yes", "binary", UNPARSED),
+    ("No, it is correct", "binary", UNPARSED),
+    ("Never. Yes.", "binary", UNPARSED),
+    ("partially correct", "binary", UNPARSED),
+    ("hmm", "binary", UNPARSED),
+    ("Let me think about it.", "binary", UNPARSED),
+    ("Reply with one word: yes", "binary", UNPARSED),
+]
 
 
-def test_parse_graded_and_unparsed():
-    assert parse_verdict("8", mode="graded").score == 0.8
-    assert parse_verdict("Score: 7/10", mode="graded").score == pytest.approx(0.7)
-    assert parse_verdict("42", mode="graded").status == "unparsed"
-    v = parse_verdict("hmm", mode="binary")
-    assert v.status == "unparsed" and np.isnan(v.value)
+@pytest.mark.parametrize(("text", "mode", "want"), VERDICTS)
+def test_parse_verdict_reads_only_unambiguous_replies(text, mode, want):
+    instruction = PREFERENCE if mode == "binary" else instruction_text(GRADED_JUDGE_TEMPLATE)
+    v = parse_verdict(text, mode=mode, instruction=instruction)
+    assert v.raw_text == text
+    if want == UNPARSED:
+        assert v.status == "unparsed" and v.correct is None and v.score is None
+        assert np.isnan(v.value)
+    elif mode == "binary":
+        assert v.status == "ok" and v.correct is want and v.value == float(want)
+    else:
+        assert v.status == "ok" and v.score == pytest.approx(want) and v.value == v.score
+
+
+def test_verdict_table_is_large_enough():
+    assert len(VERDICTS) >= 34
+    assert len({(t, m) for t, m, _ in VERDICTS}) == len(VERDICTS)
+
+
+def test_a_judge_refuses_an_echo_of_its_own_instruction():
+    """A reply repeating a clause of the judge's instruction (its template without the
+    question, reference and response) is unparsed; a few of its words are not an echo."""
+    assert "Reply with the number only." in instruction_text(GRADED_JUDGE_TEMPLATE)
+    assert "{response}" not in instruction_text(DEFAULT_JUDGE_TEMPLATE)
+    assert "to 10 (fully correct)" in instruction_text(GRADED_JUDGE_TEMPLATE, 10.0)
+    echo = "Rate how well the response answers the question compared with the reference, 8"
+    replies = iter([echo, "8"])
+    judge = CallableJudge(lambda ps: [next(replies) for _ in ps], mode="graded", batch_size=1)
+    out = judge.judge_many([("q", "r", "a"), ("q", "r", "a")])
+    assert [v.status for v in out] == ["unparsed", "ok"] and out[1].score == 0.8
+    yes = CallableJudge(lambda ps: ["Does the response give the same answer? Yes"] * len(ps))
+    assert yes.judge("q", "r", "a").correct is True  # not a whole sentence of the template
+    echo_binary = "Reply with exactly one word: correct"
+    assert CallableJudge(lambda ps: [echo_binary] * len(ps)).judge("q", "r", "a").status == (
+        "unparsed"
+    )
+
+
+def test_reread_verdicts_is_the_judges_parse_of_each_stored_reply():
+    """Stored replies read again: each is what a CallableJudge with the same template, mode
+    and scale gives that reply now; a stored failure stays failed (its text is an error)."""
+    replies = [
+        "correct",
+        "The answer is correct but incorrect.",
+        "Reply with exactly one word: correct",
+        "judge call failed: timeout",
+        "",
+    ]
+    statuses = ["ok", "ok", "ok", "failed", "unparsed"]
+    it = iter(replies)
+    judge = CallableJudge(lambda ps: [next(it) for _ in ps], batch_size=1)
+    live = judge.judge_many([("q", "r", "a")] * len(replies))
+    again = reread_verdicts(replies, statuses)
+    assert [v.status for v in again] == ["ok", "unparsed", "unparsed", "failed", "unparsed"]
+    assert again[0].correct is True and again[3].error == "judge call failed: timeout"
+    for a, b, s in zip(again, live, statuses, strict=True):
+        if s != "failed":
+            assert a == b
+    graded = reread_verdicts(["8", "8 out of 10", "7 or 8"], ["unparsed"] * 3, mode="graded")
+    assert [v.value for v in graded[:2]] == [0.8, 0.8] and graded[2].status == "unparsed"
+    with pytest.raises(ValueError, match="one status per stored reply"):
+        reread_verdicts(["correct"], [])
+
+
+def test_parse_verdict_without_text_or_with_a_bad_mode():
+    assert parse_verdict(None).status == "failed"
+    with pytest.raises(ValueError, match="mode"):
+        parse_verdict("8", mode="stars")
 
 
 def test_callable_judge_records_failures():

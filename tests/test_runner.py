@@ -469,6 +469,7 @@ def test_template_a_dataset_cannot_render_is_refused(
         ({"samples": 0}, "samples"),
         ({"templates": 5}, "'templates' must be"),
         ({"generate": "no"}, "'generate' must be true or false"),
+        ({"allow_code_execution": "yes"}, "'allow_code_execution' must be true or false"),
         ({"tau": "0.1"}, "'tau' must be a number"),
         ({"models": "x"}, "'models' must be a non-empty list"),
         ({"split": 3}, "'split' must be a string"),
@@ -480,6 +481,27 @@ def test_bad_values_and_types_are_named_by_key(
     assets, tmp_path, monkeypatch, capsys, change, match
 ):
     _refused(assets, tmp_path, monkeypatch, capsys, change, match, suffix="yaml")
+
+
+def test_a_humaneval_run_needs_the_code_execution_opt_in(assets, tmp_path, monkeypatch, capsys):
+    for dataset in ("humaneval", "openai_humaneval"):
+        err = _refused(
+            assets,
+            tmp_path,
+            monkeypatch,
+            capsys,
+            {"dataset": dataset, "generate": True},
+            "scored by running the generated code, and code execution is off",
+        )
+        assert "Add allow_code_execution = true" in err and len(err.strip().splitlines()) == 1
+    from psens.config import RunConfig
+
+    base = _config(assets, tmp_path / "r.zarr", dataset="humaneval")
+    plain = RunConfig.from_dict(base).fingerprint()  # generate = false: nothing runs
+    opted = RunConfig.from_dict({**base, "generate": True, "allow_code_execution": True})
+    # absent when false: older stores keep their hash
+    assert RunConfig.from_dict({**base, "allow_code_execution": False}).fingerprint() == plain
+    assert opted.fingerprint() != plain
 
 
 def test_a_split_typo_is_refused_at_config_time(assets, tmp_path, monkeypatch, capsys):

@@ -416,6 +416,7 @@ def test_verify_an_old_store_without_checksums(tmp_path, run, capsys):
     shutil.rmtree(path / store.CHECKSUM_VAR)
     group = zarr.open_group(str(path), mode="r+")
     group.attrs.pop(store.CHECKSUM_ATTR)
+    group.attrs.pop(store.CHECKSUM_VERSION_ATTR)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         zarr.consolidate_metadata(str(path))

@@ -25,6 +25,7 @@ from .eas_zones import EASZones
 from .factor_compare import FactorCompare
 from .format_space import FormatSpace
 from .notebook import (
+    NOT_FINDINGS,
     SHIPPED_RUN,
     chat_check,
     describe,
@@ -47,6 +48,7 @@ enable_offline()  # every chart of a notebook that imports psens.widgets renders
 
 __all__ = [
     "EMBED_OPTIONS",
+    "NOT_FINDINGS",
     "SHIPPED_RUN",
     # widgets
     "CaseStudy",

@@ -25,6 +25,7 @@ from psens._charts import SYNTHETIC_NOTE, is_synthetic, label_synthetic
 from psens._validation import fail
 
 __all__ = [
+    "NOT_FINDINGS",
     "SHIPPED_RUN",
     "SIZES",
     "chat_check",
@@ -254,50 +255,65 @@ def lacks(
     return text + (f" — {instead}" if instead else "")
 
 
-#: attr of a run whose models are all below their noise floor (:func:`findings_run`)
+#: attr of a run none of whose models is a finding (:func:`findings_run`)
 NOT_FINDINGS = "psens_not_findings"
 
 
-def findings_run(ds, head=None) -> tuple[Any, str]:
+def findings_run(ds, head=None, *, shots=None) -> tuple[Any, str]:
     """The run a factor verdict may use, and a note saying what was left out.
 
-    A model whose IPS is not above its noise floor (:func:`psens.ips.headline.above_floor`)
-    has no findings: its factor effects (few-shot, instruction tuning, scale, MoE) are
-    numerical noise. Such models are left out of the returned run, so every verdict drawn
-    from it (and every matched-pair check, :func:`psens.ips.factors.matched_pairs`) is made
-    without them. When no model is above its floor the run is returned whole, marked so
-    that :func:`verdict` says "this run cannot test the claim" for each factor.
+    A model whose IPS is not a finding (:func:`psens.ips.verdicts.findings`: below its noise
+    floor, answering one letter, at chance, or copying the few-shot examples' letter) has no
+    findings: its factor effects (few-shot, instruction tuning, scale, MoE) are not told
+    apart from noise or from its answer preference. Such models are left out of the
+    returned run, so every verdict drawn from it (and every matched-pair check,
+    :func:`psens.ips.factors.matched_pairs`) is made without them. When no model is a
+    finding the run is returned whole, marked so that :func:`verdict` says "this run cannot
+    test the claim" for each factor.
 
     Parameters
     ----------
     ds : xarray.Dataset
         A run.
-    head : pandas.DataFrame, optional
-        Its :func:`psens.ips.headline.headline` (computed when not given).
+    head : pandas.DataFrame or dict, optional
+        A :func:`psens.ips.headline.headline` of the run (the verdicts then use the models
+        that are findings at its shot setting), or :func:`psens.ips.headline.headlines` (at
+        each of its shot settings; saves computing them again).
+    shots : sequence of int, optional
+        Shot settings a model must be a finding at. Default (no ``head``): every shot
+        setting of the run, since the factor verdicts compare or pool them — so a model
+        that copies the few-shot examples' letter at k shots is left out.
 
     Returns
     -------
     (xarray.Dataset, str)
-        The run for verdicts, and the note (``""`` when every model is above its floor).
+        The run for verdicts, and the note (``""`` when every model is a finding).
     """
-    from psens.ips.headline import NOT_ABOVE_FLOOR, above_floor
+    from psens.ips.verdicts import findings, findings_across, findings_models
 
-    ok = above_floor(ds.psens.headline() if head is None else head)
+    if isinstance(head, dict) and shots is None:  # headlines(ds): every shot setting
+        why = findings_across(head)
+    elif head is not None and shots is None:
+        why = findings(head)
+    else:
+        if shots is None and "shot" in ds.dims:
+            shots = [int(s) for s in ds["shot"].values]
+        why = findings_models(ds, shots)
     names = [str(m) for m in ds["model"].values]
-    clean = [m for m in names if ok.get(m, True)]
+    clean = [m for m in names if not why.get(m, "")]
     noisy = [m for m in names if m not in clean]
     if not noisy:
         return ds, ""
+    reasons = "; ".join(f"{m}: not a finding ({why[m]})" for m in noisy)
     if clean:
         note = (
-            f"{', '.join(noisy)}: {NOT_ABOVE_FLOOR} — left out of every factor verdict below "
-            f"(its factor effects are numerical noise on this run, not findings); the "
-            f"verdicts use {', '.join(clean)}"
+            f"{reasons} — left out of every factor verdict below; the verdicts use "
+            f"{', '.join(clean)}"
         )
         return ds.sel(model=clean), note
     note = (
-        f"no model of this run is above its noise floor ({', '.join(noisy)}): the factor "
-        "effects below are shown, but none is a finding"
+        f"no model of this run is a finding ({reasons}): the effects below are shown, none "
+        "is a finding"
     )
     out = ds.copy()
     out.attrs[NOT_FINDINGS] = note
@@ -306,34 +322,55 @@ def findings_run(ds, head=None) -> tuple[Any, str]:
 
 def verdict(run: str, holds: bool | None, ds=None) -> str:
     """``"This run: <run> — the paper's claim holds here."`` (``holds`` True), "does not
-    hold here" (False) or "this run cannot test the claim" (None); "This synthetic run"
-    when ``ds`` is synthetic."""
+    hold here" (False) or "this run cannot test the claim" (None, and always on a run of
+    :func:`findings_run` with no finding); "This synthetic run" when ``ds`` is synthetic
+    (:func:`psens.ips.verdicts.claim_text`)."""
+    from psens.ips.verdicts import claim_text
+
     if ds is not None and getattr(ds, "attrs", {}).get(NOT_FINDINGS):
-        holds = None  # no model of the run is above its noise floor
-    outcome = {
-        True: "the paper's claim holds here",
-        False: "the paper's claim does not hold here",
-        None: "this run cannot test the claim",
-    }[None if holds is None else bool(holds)]
-    who = "This synthetic run" if ds is not None and is_synthetic(ds) else "This run"
-    return f"{who}: {run} — {outcome}."
+        holds = None  # no model of the run is a finding
+    return claim_text(run, holds, synthetic=ds is not None and is_synthetic(ds))
 
 
 def order_verdicts(head, ds=None) -> list[str]:
     """The fig. 9 claim (low < mid < high) for every model of a headline
     (:func:`psens.ips.headline.headline`): :func:`verdict` per model, "cannot test" for a
-    model whose IPS is not above its noise floor (its bands are numerical noise)."""
-    from psens.ips.headline import NOT_ABOVE_FLOOR
+    model that is not a finding (:func:`psens.ips.verdicts.findings`)."""
+    from psens.ips.verdicts import findings
 
+    why = findings(head)
     out = []
     for model, rows in head.groupby("model", sort=False):
         r = rows.set_index("order")["ips"]
         bands = f"low {r['low']:.3f}, mid {r['mid']:.3f}, high {r['high']:.3f}"
-        if NOT_ABOVE_FLOOR in rows["caveats"].iloc[0]:
-            out.append(verdict(f"{model}: {bands}, {NOT_ABOVE_FLOOR}", None, ds))
+        if why.get(str(model)):
+            out.append(verdict(f"{model}: {bands}, not a finding ({why[str(model)]})", None, ds))
         else:
             out.append(verdict(f"{model}: {bands}", r["low"] < r["mid"] < r["high"], ds))
     return out
+
+
+def _copies_examples(ds, model: str) -> str:
+    """A sentence when ``model``'s answer letter follows the few-shot examples' letter at some
+    shot setting of ``ds`` (:func:`psens.ips.verdicts.answer_confound`), else ``""``."""
+    from psens.ips.verdicts import answer_confound
+
+    if "shot" not in ds.dims:
+        return ""
+    conf = answer_confound(ds)
+    conf = conf[(conf["model"] == model) & conf["follows_examples"]]
+    if conf.empty:
+        return ""
+    where = ", ".join(
+        f"{r.shot}-shot {r.majority_answer} on {100 * r.majority_share:.0f} % (examples "
+        f"answer {', '.join(r.examples)})"
+        for r in conf.itertuples()
+    )
+    return (
+        f" But with few-shot examples its answer follows their letter ({where}): the letter it "
+        "answers is set by the prompt's examples too, so neither its 0-shot letter nor its "
+        "few-shot change is a finding."
+    )
 
 
 def chat_check(ds, head, *, templates=("ips1",), limit: int = 8) -> tuple[str, Any, Any]:
@@ -397,6 +434,7 @@ def chat_check(ds, head, *, templates=("ips1",), limit: int = 8) -> tuple[str, A
             "(the IPS paper's raw prompts), not the model alone."
         )
     )
+    message += _copies_examples(ds, model)
     frame = res["option_prob"].to_dataframe().reset_index()
     table = frame.pivot_table(
         index=["sample", "asked"], columns="option", values="option_prob", sort=False

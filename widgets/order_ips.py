@@ -161,13 +161,15 @@ class OrderIPS(ChartWidget):
         t = tables["ips"]
         if t.empty:
             return "no model selected"
-        parts = []
-        for order in self.types:
-            rows = t[t["order"] == order]
-            parts.append(f"{order}: {rows['ips'].mean():.3f}")
+        parts = []  # per model: models are never averaged together
+        for model, rows in t.groupby("model", sort=False):
+            bands = rows.set_index("order")["ips"]
+            parts.append(
+                f"{model}: " + ", ".join(f"{o} {bands[o]:.3f}" for o in self.types if o in bands)
+            )
         skipped = int(t["n_skipped"].sum())
         text = (
-            f"mean over models — {', '.join(parts)}; "
+            f"IPS — {'; '.join(parts)}; "
             f"{skipped} (model, sample, order) cells skipped for lack of salient interactions"
         )
         if "floor" not in t.columns:
@@ -175,6 +177,5 @@ class OrderIPS(ChartWidget):
         rows = t[t["order"] == "all"]
         tests = "; ".join(f"{r['model']}: {floor_test_line(r)}" for _, r in rows.iterrows())
         return (
-            f"{text}. Noise floor ({floor_label(self.noise_floor())}, ticks), all orders: "
-            f"{rows['floor'].mean():.3f}; {tests}"
+            f"{text}. Noise floor ({floor_label(self.noise_floor())}, ticks), all orders: {tests}"
         )

@@ -53,7 +53,9 @@ from psens.backends.judges import (
     HTTPJudge,
     Judge,
     Verdict,
+    instruction_text,
     parse_verdict,
+    reread_verdicts,
 )
 
 __all__ = [
@@ -69,6 +71,8 @@ __all__ = [
     "ResponseCache",
     "Verdict",
     "cache_key",
+    "instruction_text",
     "normalise_server",
     "parse_verdict",
+    "reread_verdicts",
 ]

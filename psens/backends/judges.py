@@ -22,7 +22,9 @@ __all__ = [
     "HTTPJudge",
     "Judge",
     "Verdict",
+    "instruction_text",
     "parse_verdict",
+    "reread_verdicts",
 ]
 
 
@@ -73,43 +75,179 @@ GRADED_JUDGE_TEMPLATE = (
     "from 0 (wrong or useless) to {scale} (fully correct). Reply with the number only."
 )
 
-_NEG = re.compile(r"\b(incorrect|not\s+correct|wrong|false|no)\b", re.IGNORECASE)
-_POS = re.compile(r"\b(correct|right|true|yes)\b", re.IGNORECASE)
-_NUM = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*/\s*(\d+(?:\.\d+)?))?")
+#: verdict words of mode "binary" (DEFAULT_JUDGE_TEMPLATE asks for correct/incorrect, the
+#: subjective PSS preference template for yes/no)
+_VERDICT_WORD = re.compile(r"\b(correct|right|true|yes|incorrect|wrong|false|no)\b", re.I)
+_NEGATIVE = frozenset({"incorrect", "wrong", "false", "no"})
+#: words that negate or hedge a following verdict ("I would not say yes", "partially correct")
+_NEGATOR = re.compile(
+    r"\b(?:not|never|cannot|neither|nor|hardly|barely|partially|partly)\b|\w+n['’]t\b", re.I
+)
+_REAL = r"\d+(?:\.\d+)?"
+#: a range naming the instruction's scale ("0 to 10", "0-10", "between 0 and 10")
+_RANGE = re.compile(rf"(?<![\w.+\-−±])0\s*(?:to|-|–|—|and)\s*({_REAL})(?!\w|\.\d)", re.I)
+#: a rating with its denominator ("8/10", "8 out of 10")
+_FRACTION = re.compile(
+    rf"(?<![\w.+\-−±/])({_REAL})\s*,?\s*(?:/|out\s+of)\s*({_REAL})(?!\w|\.\d|/)", re.I
+)
+#: a piece of text holding a digit, cut at white space and ``:``/``=`` ("Score:8")
+_DIGIT_TOKEN = re.compile(r"[^\s:=]*\d[^\s:=]*")
+_PLAIN = re.compile(_REAL)
+_EDGE = "([{\"'*`_.,;!?)]}"
+
+
+def instruction_text(template: str, scale: float = 10.0) -> str:
+    """The instruction of a judge ``template``: its lines without the ``{question}``,
+    ``{reference}`` and ``{response}`` fields, ``{scale}`` filled in (what
+    :func:`parse_verdict` recognises as an echo)."""
+    from string import Formatter
+
+    scale_text = int(scale) if float(scale).is_integer() else scale
+    keep = []
+    for line in template.splitlines():
+        try:
+            fields = {f for _, f, _, _ in Formatter().parse(line) if f is not None}
+            if fields <= {"scale"}:
+                keep.append(line.format(scale=scale_text))
+        except (ValueError, KeyError, IndexError):  # a line that is not a format string
+            continue
+    return "\n".join(keep)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _echoes(text: str, instruction: str | None) -> bool:
+    """Whether ``text`` repeats a clause (three or more words between punctuation) of
+    ``instruction``."""
+    if not instruction:
+        return False
+    reply = _norm(text)
+    for clause in re.split(r"[.?!:;,](?:\s+|$)|\n+", instruction):
+        s = _norm(clause)
+        if len(s.split()) >= 3 and s in reply:
+            return True
+    return False
+
+
+def _negated(text: str, end: int) -> bool:
+    return _NEGATOR.search(text, 0, end) is not None
+
+
+def _binary(text: str) -> bool | None:
+    """The one polarity of the verdict words of ``text``, None if there is none, both, or a
+    negation before one."""
+    words = list(_VERDICT_WORD.finditer(text))
+    polarity = {w.group(1).lower() not in _NEGATIVE for w in words}
+    if len(polarity) != 1 or _negated(text, words[-1].start()):
+        return None
+    return polarity.pop()
+
+
+def _graded(text: str, scale: float) -> float | None:
+    """The one rating of ``text`` in ``[0, scale]``, None unless exactly one plain number
+    (or ``x/scale``, ``x out of scale``) is left once the scale's range is removed."""
+    masked = list(text)
+
+    def blank(m: re.Match) -> None:
+        masked[m.start() : m.end()] = " " * (m.end() - m.start())
+
+    for m in _RANGE.finditer(text):
+        if float(m.group(1)) == scale:
+            blank(m)
+    found: list[tuple[int, float]] = []
+    for m in _FRACTION.finditer("".join(masked)):
+        if float(m.group(2)) != scale:
+            return None  # a rating on another scale
+        found.append((m.start(), float(m.group(1))))
+        blank(m)
+    for m in _DIGIT_TOKEN.finditer("".join(masked)):
+        token = m.group(0).strip(_EDGE)
+        if not _PLAIN.fullmatch(token):
+            return None  # a sign, exponent, percent, decimal comma or digits in a word
+        found.append((m.start(), float(token)))
+    if len(found) != 1:
+        return None
+    start, x = found[0]
+    if not 0 <= x <= scale or _negated(text, start):
+        return None
+    return x / scale
 
 
 def parse_verdict(
-    text: str | None, *, mode: Literal["binary", "graded"] = "binary", scale: float = 10.0
+    text: str | None,
+    *,
+    mode: Literal["binary", "graded"] = "binary",
+    scale: float = 10.0,
+    instruction: str | None = None,
 ) -> Verdict:
-    """Read a verdict from a judge's reply.
+    """Read a verdict from a judge's reply, only where it is unambiguous.
 
-    binary: the earliest of a negative word ("incorrect", "not correct", "wrong", "false",
-    "no") or a positive word ("correct", "right", "true", "yes") decides. graded: the first
-    number ``x`` (or ``x/y``, read as ``x/y·scale``) with ``0 ≤ x ≤ scale`` gives
-    ``score = x / scale``. Nothing readable → status "unparsed".
+    binary: the reply's verdict words — positive "correct", "right", "true", "yes", negative
+    "incorrect", "wrong", "false", "no" — must all have one polarity (``correct`` True or
+    False), with no negation or hedge ("not", "never", "…n't", "cannot", "partially", ...)
+    before the last of them: "I would not say yes", "yes or no", "No, it is correct" are
+    unparsed. graded: once a range naming the scale ("0 to 10", "0-10") is removed, exactly
+    one plain number ``x`` (digits with an optional decimal point; or ``x/scale``, ``x out of
+    scale``) must be left, with ``0 ≤ x ≤ scale`` and no negation before it; then ``score =
+    x / scale``. A sign, an exponent, a percent sign, a decimal comma, another denominator or
+    a second number make the reply unparsed ("-5", "1e5", "15 out of 10", "7 or 8"). In both
+    modes a reply that repeats a clause (three or more words between punctuation) of
+    ``instruction`` (the judge's own instruction, :func:`instruction_text`) is an echo, not a
+    verdict: unparsed.
     """
     if text is None:
         return Verdict("failed", error="the judge returned no text")
-    if mode == "binary":
-        neg, pos = _NEG.search(text), _POS.search(text)
-        if neg is None and pos is None:
-            return Verdict("unparsed", raw_text=text)
-        if neg is not None and (pos is None or neg.start() <= pos.start()):
-            return Verdict("ok", correct=False, score=None, raw_text=text)
-        return Verdict("ok", correct=True, score=None, raw_text=text)
-    if mode != "graded":
+    if mode not in ("binary", "graded"):
         fail("parse_verdict", f"mode={mode!r}", 'Use mode="binary" or mode="graded"')
-    for m in _NUM.finditer(text):
-        x = float(m.group(1))
-        if m.group(2):
-            den = float(m.group(2))
-            if den <= 0:
-                continue
-            x = x / den * scale
-        if 0 <= x <= scale:
-            s = x / scale
-            return Verdict("ok", correct=s >= 0.5, score=s, raw_text=text)
-    return Verdict("unparsed", raw_text=text)
+    if _echoes(text, instruction):
+        return Verdict("unparsed", raw_text=text)
+    if mode == "binary":
+        correct = _binary(text)
+        if correct is None:
+            return Verdict("unparsed", raw_text=text)
+        return Verdict("ok", correct=correct, score=None, raw_text=text)
+    score = _graded(text, float(scale))
+    if score is None:
+        return Verdict("unparsed", raw_text=text)
+    return Verdict("ok", correct=score >= 0.5, score=score, raw_text=text)
+
+
+def _template(template: str | None, mode: str) -> str:
+    """``template``, or the default template of ``mode``."""
+    return template or (DEFAULT_JUDGE_TEMPLATE if mode == "binary" else GRADED_JUDGE_TEMPLATE)
+
+
+def reread_verdicts(
+    replies: Sequence[str | None],
+    statuses: Sequence[str],
+    *,
+    template: str | None = None,
+    mode: Literal["binary", "graded"] = "binary",
+    scale: float = 10.0,
+) -> list[Verdict]:
+    """The verdicts :func:`parse_verdict` reads from a judge's stored replies: what a
+    :class:`CallableJudge` with this ``template``, ``mode`` and ``scale`` gives the same
+    replies now (a stored run re-read after the parser changed, without calling the judge).
+
+    A verdict stored as "failed" stays failed (no reply was given: its stored text, if any, is
+    the error); every other reply is parsed again, so an "ok" may become "unparsed" and the
+    reverse.
+    """
+    if len(replies) != len(statuses):
+        fail(
+            "reread_verdicts",
+            f"{len(replies)} replies for {len(statuses)} statuses",
+            "Pass one status per stored reply",
+        )
+    instruction = instruction_text(_template(template, mode), float(scale))
+    return [
+        Verdict("failed", error=text or None)
+        if status == "failed"
+        else parse_verdict(text, mode=mode, scale=float(scale), instruction=instruction)
+        for text, status in zip(replies, statuses, strict=True)
+    ]
 
 
 @runtime_checkable
@@ -131,7 +269,8 @@ class CallableJudge:
     Each triple is rendered with ``template`` (placeholders ``{question}``, ``{reference}``,
     ``{response}``, ``{scale}``), sent in one ``generate`` call per batch, and parsed by
     :func:`parse_verdict`. A response that is ``None`` (the model call failed) is not judged:
-    its verdict is "failed". If ``generate`` raises, or returns ``None`` or a wrong number of
+    its verdict is "failed"; a reply that echoes the template's instruction is "unparsed".
+    If ``generate`` raises, or returns ``None`` or a wrong number of
     replies, the affected verdicts are "failed" with the error text.
     """
 
@@ -151,10 +290,9 @@ class CallableJudge:
         self.generate = generate
         self.mode = mode
         self.scale = float(scale)
-        self.template = template or (
-            DEFAULT_JUDGE_TEMPLATE if mode == "binary" else GRADED_JUDGE_TEMPLATE
-        )
+        self.template = _template(template, mode)
         self.batch_size = check_positive_int(batch_size, "CallableJudge", "batch_size")
+        self.instruction = instruction_text(self.template, self.scale)
 
     def prompt(self, question: str, reference: str, response: str) -> str:
         """The judge prompt of one triple."""
@@ -194,7 +332,9 @@ class CallableJudge:
                 if text is None:
                     verdicts[i] = Verdict("failed", error=err)
                 else:
-                    verdicts[i] = parse_verdict(text, mode=self.mode, scale=self.scale)
+                    verdicts[i] = parse_verdict(
+                        text, mode=self.mode, scale=self.scale, instruction=self.instruction
+                    )
         return [v for v in verdicts if v is not None]
 
 

@@ -57,7 +57,7 @@ from psens._runfile import (
 )
 from psens._validation import check_positive_int, fail
 
-__all__ = ["CONFIG", "METHOD", "EASConfig", "rows", "run", "summarize"]
+__all__ = ["CONFIG", "METHOD", "EASConfig", "reread", "rows", "run", "summarize"]
 
 METHOD = "eas"
 WHERE = "psens eas run"
@@ -82,6 +82,8 @@ METRICS = (
     "effect_fmt_judge",
     "effect_prefix_judge",
 )
+#: the judge's verdict mode: :class:`psens.backends.CallableJudge` with its default template
+JUDGE_MODE = "binary"
 
 
 @dataclass
@@ -168,7 +170,9 @@ def generate(cfg: EASConfig, *, progress: bool = True) -> pd.DataFrame:
     judged = pd.concat(parts, ignore_index=True)
     say(f"eas: judge {cfg.judge}: {len(judged)} verdicts", progress)
     judge = CallableJudge(
-        _generator(cfg.judge, cfg, cfg.judge_max_new_tokens), batch_size=cfg.batch_size
+        _generator(cfg.judge, cfg, cfg.judge_max_new_tokens),
+        mode=JUDGE_MODE,
+        batch_size=cfg.batch_size,
     )
     return eas.judge_responses(judged, judge)
 
@@ -206,22 +210,68 @@ def to_dataset(judged: pd.DataFrame, cfg: EASConfig):
         ("sample", "template"),
         prompts["prompt"].reindex(pidx).to_numpy(dtype=object).reshape(len(samples), -1),
     )
-    inst = eas.instance_metrics(judged).set_index(["model_name", "id"])
-    midx = pd.MultiIndex.from_product([models, samples])
-    for col in METRICS:
-        out[col] = (("model", "sample"), inst[col].reindex(midx).to_numpy(float).reshape(shape[:2]))
-    out["trizone"] = (
-        ("model", "sample"),
-        np.array(
-            ["" if _missing(z) else str(z) for z in inst["trizone"].reindex(midx)], object
-        ).reshape(shape[:2]),
-    )
+    out.update(_instance_vars(judged, models, samples))
     coords = {k: ds[k] for k in ("role", "fmt", "prefix")}
     result = xr.Dataset(
         out, coords={"model": models, "sample": samples, "template": templates, **coords}
     )
     result.attrs.update(method_attrs(METHOD, cfg))
     return result
+
+
+def _instance_vars(judged: pd.DataFrame, models: list, samples: list) -> dict[str, tuple]:
+    """The per-instance metrics of :data:`METRICS` and the zone, as ``(model, sample)``
+    variables (:func:`psens.eas.instance_metrics` of the judged rows)."""
+    from psens import eas
+
+    inst = eas.instance_metrics(judged).set_index(["model_name", "id"])
+    midx = pd.MultiIndex.from_product([models, samples])
+    shape = (len(models), len(samples))
+    out: dict[str, tuple] = {
+        col: (("model", "sample"), inst[col].reindex(midx).to_numpy(float).reshape(shape))
+        for col in METRICS
+    }
+    out["trizone"] = (
+        ("model", "sample"),
+        np.array(
+            ["" if _missing(z) else str(z) for z in inst["trizone"].reindex(midx)], object
+        ).reshape(shape),
+    )
+    return out
+
+
+def reread(ds):
+    """The run ``ds`` with its judge verdicts read again from the stored replies by the
+    current :func:`psens.backends.parse_verdict` (:func:`psens.backends.reread_verdicts`,
+    the judge of :func:`generate`): ``judge_status``, ``judge`` and the per-instance metrics
+    and zones recomputed from them — what running the config again gives, since greedy
+    decoding gives the same replies. Every other variable, coordinate and attr is kept as
+    stored."""
+    from psens.backends import reread_verdicts
+
+    shape = ds["judge_status"].shape
+    verdicts = reread_verdicts(
+        ds["judge_raw"].values.ravel().tolist(),
+        ds["judge_status"].values.ravel().tolist(),
+        mode=JUDGE_MODE,
+    )
+    out = ds.copy()
+    dims = ds["judge_status"].dims
+    out["judge_status"] = (dims, np.array([v.status for v in verdicts], object).reshape(shape))
+    # 1.0 / 0.0 from the verdict's correct, NaN unless ok: the judge_correct of
+    # psens.eas.judge_responses through psens.eas.judge_float
+    out["judge"] = (
+        dims,
+        np.array([float(v.correct) if v.status == "ok" else np.nan for v in verdicts]).reshape(
+            shape
+        ),
+    )
+    models, samples = ([str(x) for x in ds[d].values] for d in ("model", "sample"))
+    for name, var in _instance_vars(rows(out), models, samples).items():
+        out[name] = var
+    for name in out.variables:
+        out[name].attrs = ds[name].attrs
+    return out
 
 
 def _missing(v: Any) -> bool:

@@ -6,7 +6,11 @@
   (subspaces: ``default``, ``ips``, ``eas``), ``sample(k, seed)`` and ``neighbours(f)``.
   A format is a :class:`psens.prompts.Template`, so every method accepts it by its id.
 * :mod:`psens.formats.analysis` — accuracy per format and its spread (bootstrap CI over
-  items, permutation noise floor), one-change pairs, IPS by format dimension, PSS;
+  items, permutation noise floor), one-change pairs, IPS and accuracy change by format
+  dimension, PSS;
+* :mod:`psens.formats.published` — Mind Your Format's published accuracies of 20 models
+  (1B–70B) on four tasks as a format-space Dataset (:func:`mind_your_format`), so the
+  analyses above run on real large models;
 * :mod:`psens.formats.search` — the budgeted best/worst format search (paired elimination
   on the finite pool; FormatSpread's Thompson sampling as the baseline), how sure it is,
   and how often (at which budget) it finds a stored run's extremes.
@@ -21,7 +25,8 @@ References
    Sensitivity of LLMs Using Interactions." ICML 2026. arXiv:2608.18539.
 """
 
-from psens.formats import analysis, grammar, search
+from psens.formats import analysis, grammar, published, search
 from psens.formats.grammar import *  # noqa: F403 (the names of grammar.__all__)
+from psens.formats.published import mind_your_format
 
-__all__ = ["analysis", "search", *grammar.__all__]
+__all__ = ["analysis", "mind_your_format", "published", "search", *grammar.__all__]

@@ -9,6 +9,11 @@ r"""Analyses of a run over a format space: accuracy spread and sensitivity by fo
 * :func:`dimension_sensitivity` — IPS (eq. 3 of the IPS paper, :func:`psens.ips.sample_ips`)
   overall and by order band between the pairs that differ in one dimension, averaged per
   dimension, with bootstrap CIs over items, next to the run's noise floor;
+* :func:`dimension_accuracy` — the same question asked of correctness alone: how much one
+  change of each dimension moves the answers (the share of items that flip; on a table of
+  published accuracies per run, :func:`psens.formats.mind_your_format`, the accuracy
+  change), with bootstrap CIs over items (runs) and how often each dimension comes out on
+  top;
 * :func:`format_pss` — ProSA's PSS (:func:`psens.pss.pss`) across the sampled formats.
 
 Accuracy is the share of items whose greedy option choice (over the option tokens) is the
@@ -42,6 +47,7 @@ from psens.stats import bootstrap_means, percentile_ci, resample_counts
 __all__ = [
     "accuracy_spread",
     "accuracy_table",
+    "dimension_accuracy",
     "dimension_sensitivity",
     "format_coords",
     "format_pss",
@@ -323,6 +329,128 @@ def dimension_sensitivity(
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def dimension_accuracy(
+    ds,
+    *,
+    shot: int | None = None,
+    pooled: bool = False,
+    common: bool = True,
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: Any = 0,
+) -> pd.DataFrame:
+    r"""How much one change of each format dimension moves correctness (or accuracy).
+
+    For a dimension ``d`` with one-change pairs ``P_d`` (:func:`one_change_pairs`), per
+    unit ``s`` of the ``sample`` dim:
+
+    .. math::
+        \Delta_d(s) = \frac{1}{|P_d(s)|}\sum_{(a,b)\in P_d(s)}
+        \lvert \mathrm{correct}_{s,a} - \mathrm{correct}_{s,b} \rvert,
+        \qquad \Delta_d = \frac{1}{|S_d|}\sum_{s\in S_d} \Delta_d(s)
+
+    ``P_d(s)`` the pairs with both formats scored on ``s``; ``S_d`` the units on which
+    every dimension has a scored pair (``common``, the default: the dimensions are compared
+    on the same units), or those on which ``d`` has one (``common=False``). A psens run
+    scores every format on every item, so the two agree there; they differ on tables whose
+    runs evaluated different templates (Mind Your Format).
+
+    With 0/1 correctness per item (a psens run) ``Δ_d`` is the share of items whose answer
+    flips when ``d`` alone changes (ProSA's PSS restricted to ``d``'s pairs); with one
+    accuracy per evaluation run (:func:`psens.formats.mind_your_format`) it is the mean
+    absolute accuracy change over runs. ``any_change`` is the same over every template pair
+    (formats that differ in any number of dimensions), the scale to read ``Δ_d`` against.
+    ``pooled=True`` averages ``Δ_d(s)`` over the models first (NaN skipped) and reports one
+    row per dimension (model ``"all"``). CI: percentile bootstrap over units, the same
+    resamples for every dimension; ``p_top`` is the share of resamples in which the
+    dimension has the largest ``Δ_d``. The pairs are fixed: with one to a few pairs, a
+    dimension's figure speaks for those formats, and the CI does not cover that choice.
+
+    Returns
+    -------
+    DataFrame ``model, dimension, effect, lo, hi, p_top, any_change, n_pairs, n_units``,
+    rows by model in the run's order, dimensions by decreasing effect.
+
+    References
+    ----------
+    .. [1] Zhuo, J., Zhang, S., Fang, X., Duan, H., Lin, D., and Chen, K. "ProSA: Assessing
+       and Understanding the Prompt Sensitivity of LLMs." Findings of EMNLP 2024.
+       arXiv:2410.12405 (PSS, of which ``Δ_d`` on items is the restriction to ``d``'s pairs).
+    .. [2] Voronov, A., Wolf, L., and Ryabinin, M. "Mind Your Format: Towards Consistent
+       Evaluation of In-Context Learning Improvements." Findings of ACL 2024. arXiv:2401.06766
+       (the published accuracies per run).
+
+    The per-dimension change, its CI and ``p_top`` are psens's; neither paper reports them.
+
+    Examples
+    --------
+    >>> from psens.formats import mind_your_format
+    >>> t = dimension_accuracy(mind_your_format("trec"), pooled=True, n_boot=200)
+    >>> sorted(t["dimension"])
+    ['big_sep', 'inp_verbalizer', 'out_verbalizer', 'sep']
+    """
+    from psens.ips import template_pairs
+
+    pairs = one_change_pairs(ds)
+    if pairs.empty:
+        fail(
+            "psens.formats.dimension_accuracy",
+            "no two templates of the run differ in exactly one dimension",
+            "Sample with design='walk' (the default) or list points one change apart",
+        )
+    values, models, templates = _correct(ds, shot)  # [model, sample, template]
+    i, j = template_pairs(len(templates))
+    delta = np.abs(values[:, :, i] - values[:, :, j])  # [model, sample, pair]; NaN: unscored
+    dims = list(dict.fromkeys(pairs["dimension"]))
+    with warnings.catch_warnings():  # a unit with no scored pair of a dimension: NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        per_unit = np.stack(
+            [np.nanmean(delta[:, :, pairs.loc[pairs.dimension == d, "pair"]], axis=2) for d in dims]
+            + [np.nanmean(delta, axis=2)]
+        )  # [dimension + any, model, sample]
+        if pooled:
+            per_unit = np.nanmean(per_unit, axis=1, keepdims=True)
+            models = ["all"]
+    if common:
+        shared = np.isfinite(per_unit[:-1]).all(axis=0)  # [model, sample]
+        per_unit = np.where(shared, per_unit, np.nan)
+    if not np.isfinite(per_unit).any():
+        fail(
+            "psens.formats.dimension_accuracy",
+            "no item or run scores a one-change pair of every dimension",
+            "Pass common=False to average each dimension over the units that score it",
+        )
+    counts = resample_counts(per_unit.shape[-1], n_boot, seed)
+    boot = bootstrap_means(per_unit, counts)  # [B, dimension + any, model]
+    lo, hi = percentile_ci(boot, ci)
+    top = np.argmax(np.where(np.isfinite(boot[:, :-1]), boot[:, :-1], -np.inf), axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(per_unit, axis=-1)  # [dimension + any, model]
+    rows = []
+    for m, model in enumerate(models):
+        for k, dim in enumerate(dims):
+            rows.append(
+                {
+                    "model": model,
+                    "dimension": dim,
+                    "effect": float(mean[k, m]),
+                    "lo": float(lo[k, m]),
+                    "hi": float(hi[k, m]),
+                    "p_top": float(np.mean(top[:, m] == k)),
+                    "any_change": float(mean[-1, m]),
+                    "n_pairs": int((pairs.dimension == dim).sum()),
+                    "n_units": int(np.isfinite(per_unit[k, m]).sum()),
+                }
+            )
+    out = pd.DataFrame(rows)
+    order = {m: n for n, m in enumerate(models)}
+    out = out.sort_values(
+        ["model", "effect"], key=lambda c: c.map(order) if c.name == "model" else -c
+    )
+    return out.reset_index(drop=True)
 
 
 def _floor(ds, tau: float, shot: int | None) -> np.ndarray:

@@ -12,7 +12,20 @@ import pandas as pd
 
 from psens._charts import altair, need_columns
 
-__all__ = ["accuracy_chart", "dimension_chart"]
+__all__ = ["accuracy_chart", "dimension_accuracy_chart", "dimension_chart"]
+
+
+def _bars_with_ci(alt, base, value: str, title: str, tick: str, tick_title: str, extra=()):
+    """Bars of ``value`` with black ``lo``–``hi`` rules and a grey tick at ``tick``; the
+    tooltip shows the three with ``tick_title`` and the ``extra`` fields."""
+    tip = [alt.Tooltip(f"{c}:Q", format=".3f") for c in (value, "lo", "hi")]
+    bars = base.mark_bar().encode(
+        y=alt.Y(f"{value}:Q", title=title),
+        tooltip=[*tip, alt.Tooltip(f"{tick}:Q", format=".3f", title=tick_title), *extra],
+    )
+    errs = base.mark_rule(color="black").encode(y="lo:Q", y2="hi:Q")
+    ticks = base.mark_tick(color="#555", thickness=2, size=10).encode(y=f"{tick}:Q")
+    return bars, errs, ticks
 
 
 def dimension_chart(
@@ -30,22 +43,16 @@ def dimension_chart(
         xOffset=alt.XOffset("order:N", sort=orders),
         color=alt.Color("order:N", sort=orders, title="order band"),
     )
-    bars = base.mark_bar().encode(
-        y=alt.Y("ips:Q", title="IPS between formats one change apart"),
-        opacity=alt.condition("datum.picked", alt.value(1.0), alt.value(0.45)),
-        tooltip=[
-            "dimension",
-            "order",
-            alt.Tooltip("ips:Q", format=".3f"),
-            alt.Tooltip("lo:Q", format=".3f"),
-            alt.Tooltip("hi:Q", format=".3f"),
-            alt.Tooltip("floor:Q", format=".3f", title="noise floor"),
-            "n_pairs",
-            "n_items",
-        ],
+    bars, errs, floor = _bars_with_ci(
+        alt,
+        base,
+        "ips",
+        "IPS between formats one change apart",
+        "floor",
+        "noise floor",
+        ["dimension", "order", "n_pairs", "n_items"],
     )
-    errs = base.mark_rule(color="black").encode(y="lo:Q", y2="hi:Q")
-    floor = base.mark_tick(color="#555", thickness=2, size=10).encode(y="floor:Q")
+    bars = bars.encode(opacity=alt.condition("datum.picked", alt.value(1.0), alt.value(0.45)))
     chart = alt.layer(bars, errs, floor)
     return chart.properties(
         title=title or "IPS by format dimension (95 % bootstrap CI over items; tick: noise floor)"
@@ -68,4 +75,42 @@ def accuracy_chart(table: pd.DataFrame, *, title: str | None = None):
     )
     return alt.layer(points, base.mark_rule().encode(x="lo:Q", x2="hi:Q")).properties(
         title=title or "Accuracy per format (95 % bootstrap CI over items)"
+    )
+
+
+def dimension_accuracy_chart(
+    table: pd.DataFrame,
+    *,
+    facet: str | None = None,
+    title: str | None = None,
+    width: int = 200,
+    height: int = 220,
+):
+    """Accuracy change per format dimension with its CI (:func:`psens.formats.analysis.
+    dimension_accuracy` rows); a tick marks ``any_change`` (the change between any two
+    formats), colour and offset tell the models apart, ``facet`` (a column, e.g.
+    ``"dataset"``) draws one panel per value, each ``width`` × ``height``."""
+    alt = altair()
+    need = ["model", "dimension", "effect", "lo", "hi", "any_change"]
+    df = need_columns(table, need + ([facet] if facet else []), "dimension_accuracy_chart")
+    base = alt.Chart(df).encode(
+        x=alt.X("dimension:N", sort="-y", title="format dimension changed (one change)"),
+        xOffset="model:N",
+        color=alt.Color("model:N"),
+    )
+    bars, errs, ticks = _bars_with_ci(
+        alt,
+        base,
+        "effect",
+        "mean |accuracy change| between formats one change apart",
+        "any_change",
+        "any two formats",
+        ["model", "dimension", *[c for c in ("p_top", "n_pairs", "n_units") if c in df.columns]],
+    )
+    chart = alt.layer(bars, errs, ticks).properties(width=width, height=height)
+    if facet:
+        chart = chart.facet(column=alt.Column(f"{facet}:N", title=None))
+    return chart.properties(
+        title=title
+        or "Accuracy change by format dimension (95 % bootstrap CI; tick: any two formats)"
     )

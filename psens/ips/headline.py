@@ -25,7 +25,12 @@ Caveats, from the data (the ``caveats`` column, ``""`` when none):
   it nor the model's factor effects are findings;
 * ``"majority answer X on N %"`` when one answer is more than :data:`MAJORITY_SHARE` of the
   predictions: output consistency is then an artefact of always answering X;
-* ``"accuracy at or below chance"``.
+* ``"accuracy at or below chance"``;
+* ``"answer follows the few-shot examples (C)"`` at k > 0 shots when the majority answer
+  moved to the letter the examples answer (:func:`psens.ips.verdicts.answer_confound`).
+
+A model with any caveat is not a finding (:func:`psens.ips.verdicts.findings`): every
+surface prints the verdict line of :func:`headline_lines`.
 
 References
 ----------
@@ -47,12 +52,16 @@ from psens.stats import majority_answer
 from psens.store import DONE
 
 __all__ = [
+    "FOLLOWS_EXAMPLES",
     "MAJORITY_SHARE",
     "NOT_ABOVE_FLOOR",
     "above_floor",
+    "answer_confound",
     "chance_level",
+    "example_answers",
     "headline",
     "headline_lines",
+    "headlines",
 ]
 
 #: A model whose most frequent answer exceeds this share of its predictions is flagged.
@@ -105,6 +114,106 @@ def _pools_text(p: dict) -> str:
     where = " ".join(x for x in (p["dataset"], p["split"]) if x)
     parts.append(f"{p['items']} items" + (f" of {where}" if where else ""))
     return ", ".join(parts)
+
+
+#: The caveat of a model whose majority answer at k > 0 shots is a few-shot example's answer
+#: it did not give at 0 shots (or gives far more often): it copies the examples' letter.
+FOLLOWS_EXAMPLES = "answer follows the few-shot examples"
+#: A rise of the examples' letter's share (k shots against 0 shots) that counts as following.
+FOLLOW_RISE = 0.2
+
+# "Answer: C", "ANSWER:: C", "Answer: (C)" on a line of its own: an example's answer.
+_EXAMPLE = re.compile(r"(?im)^\W*answers?\W*:+\s*\(?([A-Z])\)?\s*$")
+
+
+def example_answers(prompt: str) -> list[str]:
+    """The answer letters of the few-shot examples written in ``prompt`` (in order).
+
+    The item's own answer cue (``Answer:`` with nothing after it) is not an example.
+
+    Examples
+    --------
+    >>> example_answers("Q: x\\nAnswer: C\\n\\nQ: y\\nANSWER:: A\\n\\nQ: z\\nAnswer:")
+    ['C', 'A']
+    """
+    return _EXAMPLE.findall(str(prompt))
+
+
+def _examples_by_shot(ds) -> dict[int, list[str]]:
+    """Per shot setting, the example letters of the run's prompts (first template)."""
+    if "prompt" not in ds.variables or "shot" not in ds.dims:
+        return {}
+    out = {}
+    for shot in ds["shot"].values:
+        prompt = ds["prompt"].sel(shot=shot)
+        if "template" in prompt.dims:
+            prompt = prompt.isel(template=0)
+        letters: list[str] = []
+        for p in np.ravel(prompt.values):
+            for a in example_answers(p):
+                if a not in letters:
+                    letters.append(a)
+        out[int(shot)] = letters
+    return out
+
+
+def answer_confound(ds) -> pd.DataFrame:
+    """The answers per model and shot setting beside the few-shot examples' answers.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run with ``prediction`` (and a ``shot`` dim for the few-shot check).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model × shot: ``majority_answer``, ``majority_share``, ``examples`` (the
+        letters the k examples answer, ``""`` at 0 shots), ``examples_share`` (the share of
+        predictions that are one of those letters), ``rise`` (that share minus the same
+        letters' share at 0 shots) and ``follows_examples``: the majority answer is an example
+        letter and it either was not the 0-shot majority answer or its share rose by at least
+        :data:`FOLLOW_RISE`.
+    """
+    examples = _examples_by_shot(ds)
+    shots = [int(s) for s in ds["shot"].values] if "shot" in ds.dims else [None]
+    rows = []
+    for model in ds["model"].values:
+        pred = ds["prediction"].sel(model=model)
+        zero = None
+        for shot in shots:
+            at = pred if shot is None else pred.sel(shot=shot)
+            answers = [str(a).strip() for a in np.ravel(at.values) if a == a and a is not None]
+            answers = [a for a in answers if a]
+            letter, share, _ = majority_answer(answers)
+            ex = examples.get(shot, []) if shot else []
+            n = max(len(answers), 1)
+            ex_share = sum(a in ex for a in answers) / n if ex else float("nan")
+            if shot == 0 or shot is None:
+                zero = (letter, answers)
+            rise = float("nan")
+            if ex and zero is not None:
+                rise = ex_share - sum(a in ex for a in zero[1]) / max(len(zero[1]), 1)
+            follows = bool(
+                ex
+                and letter in ex
+                and (
+                    zero is None or letter != zero[0] or (np.isfinite(rise) and rise >= FOLLOW_RISE)
+                )
+            )
+            rows.append(
+                {
+                    "model": str(model),
+                    "shot": shot,
+                    "majority_answer": letter,
+                    "majority_share": share,
+                    "examples": "".join(ex),
+                    "examples_share": ex_share,
+                    "rise": rise,
+                    "follows_examples": follows,
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 def above_floor(head: pd.DataFrame) -> dict[str, bool]:
@@ -187,8 +296,25 @@ def headline(
         items_done, dataset, split), ``tau``, ``floor`` (:func:`psens.ips.floor.floor_label`)
         and ``synthetic``.
     """
+    if "shot" in ds.dims:
+        shot = int(ds["shot"].values[0]) if shot is None else int(shot)
+    return headlines(ds, shots=[shot], tau=tau, n_boot=n_boot, ci=ci, seed=seed)[shot]
+
+
+def headlines(
+    ds,
+    *,
+    shots: Any = None,
+    tau: float | None = None,
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: Any = 0,
+) -> dict[int | None, pd.DataFrame]:
+    """:func:`headline` at each of ``shots`` (default: every shot setting of the run; the
+    key ``None`` for a run without a ``shot`` dim), the per-item IPS and the noise floor
+    computed once for all of them. Numbers of different shots are never pooled."""
     from psens.ips import tables
-    from psens.ips.floor import floor_label, noise_floor
+    from psens.ips.floor import noise_floor
 
     ds = ds.load()
     status = block_status(ds)
@@ -196,20 +322,29 @@ def headline(
         ds = ds.assign(prediction=ds["prediction"].where(ds["status"] == DONE, ""))
     tau = float(tau_of(ds, tau))
     if "shot" in ds.dims:
-        shot = int(ds["shot"].values[0]) if shot is None else int(shot)
-        if shot not in [int(s) for s in ds["shot"].values]:
-            from psens._validation import fail
+        have = [int(s) for s in ds["shot"].values]
+        shots = have if shots is None else [int(s) for s in shots]
+        for shot in shots:
+            if shot not in have:
+                from psens._validation import fail
 
-            fail(
-                "headline",
-                f"shot = {shot} is not in the run",
-                f"Use one of {[int(s) for s in ds['shot'].values]}",
-            )
+                fail("headline", f"shot = {shot} is not in the run", f"Use one of {have}")
     else:  # a run already taken at one shot keeps it as a scalar coordinate
-        shot = None
-    pooled = _pools(ds, shot if shot is not None else _scalar_shot(ds))
+        shots = [None]
     per_sample = tables.per_sample_ips(ds, tau)
     floor = noise_floor(ds, tau=tau)
+    return {
+        shot: _headline(ds, shot, tau, per_sample, floor, n_boot=n_boot, ci=ci, seed=seed)
+        for shot in shots
+    }
+
+
+def _headline(ds, shot, tau, per_sample, floor, *, n_boot, ci, seed) -> pd.DataFrame:
+    """One shot setting's headline from the run's per-item IPS and noise floor."""
+    from psens.ips import tables
+    from psens.ips.floor import floor_label
+
+    pooled = _pools(ds, shot if shot is not None else _scalar_shot(ds))
     table = tables.order_ips_table(
         per_sample, tables.model_meta(ds), shot, floor=floor, n_boot=n_boot, ci=ci, seed=seed
     )
@@ -220,6 +355,11 @@ def headline(
         tables.output_consistency(ds, shot).reindex(answers["model"]).to_numpy()
     )
     overall = table[table["order"] == "all"].set_index("model")["above_floor"]
+    follows = {}
+    if shot:  # k > 0 shots: does the answer letter follow the examples'?
+        conf = answer_confound(ds)
+        conf = conf[(conf["shot"] == shot) & conf["follows_examples"]]
+        follows = {r.model: f"{FOLLOWS_EXAMPLES} ({r.examples})" for r in conf.itertuples()}
     caveats = []
     for _, r in answers.iterrows():
         found = []
@@ -231,6 +371,8 @@ def headline(
             )
         if np.isfinite(r["accuracy"]) and np.isfinite(r["chance"]) and r["accuracy"] <= r["chance"]:
             found.append(BELOW_CHANCE)
+        if r["model"] in follows:
+            found.append(follows[r["model"]])
         caveats.append("; ".join(found))
     answers["caveats"] = caveats
     out = table.merge(answers.drop(columns="n_answers"), on="model", how="left")
@@ -254,6 +396,18 @@ def headline(
     return mark_synthetic(out, ds)
 
 
+def _verdict_words(row) -> str:
+    """The verdict of one model's ``all`` row: a finding, or not and why."""
+    if not row["caveats"]:
+        return "a finding (above its noise floor, no caveat)"
+    out = f"not a finding — {row['caveats']}"
+    if bool(row["above_floor"]):
+        out += " (above its noise floor, but then IPS measures its answer preference)"
+    elif np.isfinite(float(row["diff_hi"])) and float(row["diff_hi"]) < 0:
+        out += " (the CI of IPS − floor lies below 0: templates move it less than rounding does)"
+    return out
+
+
 def headline_lines(table: pd.DataFrame, notes: dict[str, str] | None = None) -> list[str]:
     """:func:`headline` as text: a line saying what it pools, then two lines per model::
 
@@ -262,7 +416,8 @@ def headline_lines(table: pd.DataFrame, notes: dict[str, str] | None = None) -> 
           smollm2-135m-instruct: IPS 1.612 [1.58, 1.64] (low 1.616, mid 1.658, high 1.500);
             floor 0.858, IPS − floor 0.754 [0.660, 0.875], d_z 4.25, p = 0.0065 (n = 8);
             accuracy 0.10 (chance 0.25); output consistency 0.75 (A is the majority answer)
-            caveats: majority answer A on 95 %; accuracy at or below chance
+            verdict: not a finding — majority answer A on 95 %; accuracy at or below chance
+              (above its noise floor, but then IPS measures its answer preference)
 
     ``notes`` adds text to a model's first line (e.g. its pending blocks).
     """
@@ -290,5 +445,5 @@ def headline_lines(table: pd.DataFrame, notes: dict[str, str] | None = None) -> 
             f"accuracy {num(a['accuracy'], '.2f')} (chance {num(a['chance'], '.2f')}); "
             f"{consistency}{note}"
         )
-        lines.append(f"    caveats: {a['caveats'] or 'none'}")
+        lines.append(f"    verdict: {_verdict_words(a)}")
     return lines

@@ -311,12 +311,17 @@ def _write_log(ds, path: Path) -> None:
 
 
 def open_log(path: str | os.PathLike):
-    """A query log (:func:`log_game`) as an :class:`xarray.Dataset` (loaded)."""
+    """A query log (:func:`log_game`) as an :class:`xarray.Dataset` (loaded); a file with a
+    dataset stored externally or virtual is refused before any value is read
+    (:func:`psens.store.schema.check_netcdf_storage`)."""
     import xarray as xr
+
+    from psens.store.schema import check_netcdf_storage
 
     p = Path(path)
     if not p.is_file():
         fail("psens.ips.sparse.open_log", f"{p} is not a query log", "Check the path")
+    check_netcdf_storage(p, "psens.ips.sparse.open_log")
     with xr.open_dataset(p, engine="h5netcdf") as ds:
         ds = ds.load()
     if ds.attrs.get("psens_schema") != "psens.sparse_queries":

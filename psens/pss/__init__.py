@@ -13,6 +13,8 @@
 * :mod:`psens.pss.subjective` — the stored subjective PSS run (§4, ``method =
   "subjective"``): ProSA's three prompt versions, responses, a judge through the OpenAI chat
   interface, the between-instance reference;
+* :mod:`psens.pss.answers` — MATH and HumanEval answer checking (HumanEval by running the
+  completion: :mod:`psens.pss.sandbox`, bubblewrap or the audit-hook guard);
 * the 12 prompt variants (``P01``–``P12``) are rendered by :func:`psens.variants.render_variant`.
 
 References

@@ -21,9 +21,11 @@ paths build the same judge prompts and parse the replies the same way
   (:data:`psens.backends.GRADED_JUDGE_TEMPLATE`, :math:`Y(p) = x / 10`).
 
 The judge sees the **original** instruction with every version's response, so only the
-response changes between the three verdicts of an instance. A reply without a readable
-verdict is an ``unparsed`` verdict and a failed call a ``failed`` one: both are NaN, left out
-of :math:`S_i` (which skips NaN), and counted in :func:`summarize` — never a score.
+response changes between the three verdicts of an instance. A reply without an unambiguous
+verdict (one rating in 0–10, or one yes/no with no negation before it; an echo of the judge's
+instruction is none) is an ``unparsed`` verdict and a failed call a ``failed`` one: both are
+NaN, left out of :math:`S_i` (which skips NaN), and counted in :func:`summarize` — never a
+score.
 
 This is a simplification of ProSA's protocol: AlpacaEval 2.0's judge gives the probability
 that it prefers the response to the reference answer (in [0, 1], length-controlled in LC
@@ -40,6 +42,9 @@ Config keys (TOML, ``method = "subjective"``)
                           ``judge_url`` (required)
 ``judge_url``             an OpenAI-compatible server root (``http://host:port/v1``); empty
                           (default): the local model ``judge`` in this process
+``judge_timeout``         seconds allowed for each network step of a call to the served judge
+                          (connecting, each write, each read; the whole call gets three times
+                          as long), ``judge_url`` only (default 60)
 ``judge_mode``            ``"preference"`` (yes/no against the reference, default) or
                           ``"graded"`` (0–10)
 ``benchmark``             ``"alpaca"`` (AlpacaEval, default) or ``"arena"`` (Arena Hard Auto)
@@ -74,6 +79,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -91,6 +97,7 @@ __all__ = [
     "between_instance_null",
     "instructions",
     "model_table",
+    "reread",
     "run",
     "summarize",
     "synthetic_run",
@@ -122,6 +129,7 @@ class SubjectiveConfig(MethodConfig):
     models: list[str] = field(default_factory=list)
     judge: str = ""
     judge_url: str = ""
+    judge_timeout: float = 60.0
     judge_mode: str = "preference"
     benchmark: str = "alpaca"
     versions: str = ""
@@ -149,6 +157,9 @@ class SubjectiveConfig(MethodConfig):
                 f"judge_url = {self.judge_url!r}",
                 'Write e.g. judge_url = "http://127.0.0.1:8080/v1"',
             )
+        t = self.judge_timeout
+        if isinstance(t, bool) or not isinstance(t, int | float) or not 0 < t < float("inf"):
+            fail(WHERE, f"judge_timeout = {t!r}", "Give a positive number of seconds, e.g. 120")
         check_models(list(self.models) + ([] if self.judge_url else [self.judge]), WHERE)
         if self.judge_mode not in JUDGE_MODES:
             fail(WHERE, f"judge_mode = {self.judge_mode!r}", f"Use one of {list(JUDGE_MODES)}")
@@ -281,18 +292,50 @@ def _judge(cfg: SubjectiveConfig):
     from psens.backends import HTTPJudge, OpenAIClient
 
     if cfg.judge_url:
-        client = OpenAIClient(cfg.judge_url, cfg.judge)
+        client = OpenAIClient(cfg.judge_url, cfg.judge, timeout=float(cfg.judge_timeout))
     else:
         client = _generator(cfg.judge, cfg, cfg.judge_max_new_tokens)
-    preference = cfg.judge_mode == "preference"
     return HTTPJudge(
         client,
-        template=PREFERENCE_TEMPLATE if preference else None,
-        mode="binary" if preference else "graded",
-        scale=10,
+        **_judge_settings(cfg.judge_mode),
         batch_size=cfg.batch_size,
         max_tokens=cfg.judge_max_new_tokens,
     )
+
+
+def _judge_settings(judge_mode: str) -> dict[str, Any]:
+    """The judge's template, verdict mode and scale for ``judge_mode``."""
+    preference = judge_mode == "preference"
+    return {
+        "template": PREFERENCE_TEMPLATE if preference else None,
+        "mode": "binary" if preference else "graded",
+        "scale": 10,
+    }
+
+
+def reread(ds):
+    """The run ``ds`` with its judge verdicts read again from the stored replies by the
+    current :func:`psens.backends.parse_verdict` (:func:`psens.backends.reread_verdicts`
+    with the judge of its ``judge_mode``): ``judge_status``, ``score`` and ``S_i``
+    recomputed — what running the config again gives, since greedy decoding gives the same
+    replies. Every other variable, coordinate and attr is kept as stored."""
+    from psens.backends import reread_verdicts
+    from psens.pss.metric import instance_pss
+
+    shape = ds["judge_status"].shape
+    dims = ds["judge_status"].dims
+    verdicts = reread_verdicts(
+        ds["judge_raw"].values.ravel().tolist(),
+        ds["judge_status"].values.ravel().tolist(),
+        **_judge_settings(str(ds.attrs.get("judge_mode", "preference"))),
+    )
+    out = ds.copy()
+    out["judge_status"] = (dims, np.array([v.status for v in verdicts], object).reshape(shape))
+    out["score"] = (dims, np.array([v.value for v in verdicts]).reshape(shape))
+    out["S_i"] = (ds["S_i"].dims, instance_pss(out["score"].values))
+    for name in out.variables:
+        out[name].attrs = ds[name].attrs
+    return out
 
 
 def generate(cfg: SubjectiveConfig, items: pd.DataFrame, *, progress: bool = True) -> dict:

@@ -46,9 +46,13 @@ attrs
 integrity (on disk only; :func:`open_run` leaves them out of the Dataset)
     ``block_checksum`` (model, sample): per block, a JSON object of one blake2b digest per
     data variable, written with the block; the root attr ``psens_checksums``: a digest of
-    every coordinate array (and ``prompt``, ``target``) and of the root attributes that
-    change numbers (such as ``tau``), written at creation. Stores
-    without them (older psens) still open; :func:`verify` then says so.
+    every coordinate array (and ``prompt``, ``target``), of the root attributes that
+    change numbers (such as ``tau``) and (checksum format 2, root attr
+    ``psens_checksum_version``) of every array's metadata document (data type, fill value,
+    codecs, attributes), written at creation. Stores without them (older psens) still
+    open; :func:`verify` then says so. Whatever the format, an array whose metadata psens
+    never writes (``scale_factor``, ``add_offset``, another fill value, ...) or whose
+    consolidated copy in the root differs is refused before any value is read.
 
 One (model, sample) block is one chunk of every per-block variable, so a block is
 written (and re-written on resume) without touching any other block; that is what lets
@@ -78,7 +82,9 @@ from __future__ import annotations
 
 from psens.store.checksums import (
     ATTRS_KEY,
+    METADATA_KEY,
     Verification,
+    metadata_problems,
 )
 from psens.store.export import (
     check_export_target,
@@ -108,6 +114,8 @@ from psens.store.schema import (
     BLOCK_VARS,
     CHECKSUM_ATTR,
     CHECKSUM_VAR,
+    CHECKSUM_VERSION,
+    CHECKSUM_VERSION_ATTR,
     DATA_VARS,
     DONE,
     EXPORT_ATTR,
@@ -136,6 +144,8 @@ __all__ = [
     "BLOCK_VARS",
     "CHECKSUM_ATTR",
     "CHECKSUM_VAR",
+    "CHECKSUM_VERSION",
+    "CHECKSUM_VERSION_ATTR",
     "DATA_VARS",
     "DONE",
     "EXPORT_ATTR",
@@ -143,6 +153,7 @@ __all__ = [
     "FLOOR_BANDS",
     "FLOOR_VARS",
     "GAME_VARS",
+    "METADATA_KEY",
     "METHODS",
     "METHOD_ATTR",
     "METHOD_VERSION",
@@ -163,6 +174,7 @@ __all__ = [
     "create",
     "is_method_run",
     "lock",
+    "metadata_problems",
     "method_of",
     "open_run",
     "remove_leftovers",

@@ -1,4 +1,14 @@
-"""Checksums of a store's blocks, coordinates and root attributes, and :func:`verify`."""
+"""Checksums of a store's blocks, coordinates, root attributes and array metadata, and
+:func:`verify`.
+
+Checksum format 2 (root attr :data:`CHECKSUM_VERSION_ATTR`) also records a digest of every
+array's metadata document (its data type, fill value, codecs and attributes: everything
+that decides how its bytes decode). Stores of older psens (format 1, no such attr) are
+verified by their own rule. In every format the arrays' encodings must be those psens writes
+(:func:`psens.store.schema.zarr_array_problem`) and the root's consolidated copy of the
+metadata must equal each array's own: :func:`metadata_problems`, which :func:`open_run`
+applies before it reads anything.
+"""
 
 from __future__ import annotations
 
@@ -18,12 +28,15 @@ from psens.store.schema import (
     _SLAB_BYTES,
     CHECKSUM_ATTR,
     CHECKSUM_VAR,
+    CHECKSUM_VERSION,
+    CHECKSUM_VERSION_ATTR,
     DATA_VARS,
     PENDING,
     _open_group,
+    zarr_array_problem,
 )
 
-__all__ = ["Verification", "verify"]
+__all__ = ["Verification", "metadata_problems", "verify"]
 
 
 def _digest(name: str, value: Any) -> str:
@@ -101,6 +114,83 @@ def _block_digests(group, blocks: Sequence[tuple[int, int]]):
 ATTRS_KEY = "@attrs"
 
 
+#: the key of :data:`CHECKSUM_ATTR` under which every array's metadata digest is recorded
+#: (checksum format 2)
+METADATA_KEY = "@metadata"
+
+
+def _json_digest(value: Any) -> str:
+    """blake2b of ``value`` as canonical JSON (sorted keys)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def _array_documents(path: Path, group) -> dict[str, Any]:
+    """Every array's own metadata document as stored (``NAME/zarr.json``; None when it
+    cannot be read)."""
+    docs: dict[str, Any] = {}
+    for name in sorted(group.array_keys()):
+        try:
+            docs[name] = json.loads((path / name / "zarr.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            docs[name] = None
+    return docs
+
+
+def metadata_problems(path: str | os.PathLike, group=None) -> list[tuple[str, str]]:
+    """``(array, reason)`` for every array whose metadata would decode its values otherwise
+    than psens wrote them (reads only the metadata documents).
+
+    * an encoding psens never writes (:func:`psens.store.schema.zarr_array_problem`: a
+      ``scale_factor`` or ``add_offset`` attribute, another data type or fill value, ...);
+    * a consolidated copy in the root metadata that differs from the array's own document
+      (readers that use the copy would decode other values);
+    * checksum format 2: a metadata document whose digest differs from the one recorded
+      when the store was written, or an array added or removed since;
+    * a checksum format this psens does not know (reason given for ``attributes``).
+    """
+    path = Path(path)
+    if group is None:
+        group = _open_group(path, "psens verify")
+    docs = _array_documents(path, group)
+    out: dict[str, str] = {}  # one reason per array, the most telling first
+
+    def add(name: str, why: str) -> None:
+        out.setdefault(name, why)
+
+    for name, doc in docs.items():
+        why = "metadata unreadable" if doc is None else zarr_array_problem(name, doc)
+        if why:
+            add(name, why)
+    try:
+        root = json.loads((path / "zarr.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        root = {}
+    copy = (root.get("consolidated_metadata") or {}) if isinstance(root, dict) else {}
+    copies = copy.get("metadata") if isinstance(copy, dict) else None
+    if isinstance(copies, dict):
+        for name in sorted(set(copies) | set(docs)):
+            if _json_digest(copies.get(name)) != _json_digest(docs.get(name)):
+                add(name, "the root's consolidated copy of its metadata differs")
+    version = group.attrs.get(CHECKSUM_VERSION_ATTR)
+    sums = group.attrs.get(CHECKSUM_ATTR)
+    if version is not None and version != CHECKSUM_VERSION:
+        add("attributes", f"checksum format {version!r} unknown to this psens")
+    elif version == CHECKSUM_VERSION:
+        recorded = sums.get(METADATA_KEY) if isinstance(sums, Mapping) else None
+        if not isinstance(recorded, Mapping):
+            add("attributes", "the metadata checksums of format 2 are missing")
+        else:
+            for name in sorted(set(recorded) | set(docs)):
+                if name not in docs:
+                    add(name, "missing")
+                elif name not in recorded:
+                    add(name, "an array added after the store was written")
+                elif _json_digest(docs[name]) != recorded[name]:
+                    add(name, "metadata changed (data type, fill value, codecs or attrs)")
+    return list(out.items())
+
+
 def _attr_digests(attrs: Mapping[str, Any]) -> dict[str, str]:
     """One blake2b digest per root attribute (the checksums themselves left out)."""
     return {
@@ -149,6 +239,7 @@ def _seal(path: Path) -> None:
     import zarr
 
     group = zarr.open_group(str(path), mode="r+", use_consolidated=False)
+    group.attrs[CHECKSUM_VERSION_ATTR] = CHECKSUM_VERSION
     sums = {name: _digest(name, group[name][...]) for name in _static_arrays(group)}
     status = np.asarray(group["status"][...])
     blocks = [(int(m), int(s)) for m, s in zip(*np.nonzero(status != PENDING), strict=True)]
@@ -165,6 +256,9 @@ def _seal(path: Path) -> None:
             table[m, s] = _block_checksum(d)
         group[CHECKSUM_VAR][...] = table
     sums[ATTRS_KEY] = _attr_digests(dict(group.attrs))
+    sums[METADATA_KEY] = {
+        name: _json_digest(doc) for name, doc in _array_documents(path, group).items()
+    }
     group.attrs[CHECKSUM_ATTR] = sums
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -179,7 +273,9 @@ class Verification:
     ----------
     path : the store.
     has_checksums : whether the store records checksums (older stores do not; then only
-        unreadable chunks can be found).
+        unreadable chunks and metadata psens never writes can be found).
+    checksum_version : the checksum format (2: the arrays' metadata too; 1: stores of an
+        older psens, whose metadata is checked only for encodings psens never writes).
     checked : blocks (done or failed) whose chunks were read.
     pending : blocks not computed yet (not damage; a run computes them).
     damaged : ``(model index, sample index, reason)`` of every damaged block.
@@ -190,6 +286,7 @@ class Verification:
 
     path: Path
     has_checksums: bool
+    checksum_version: int = 1
     checked: int = 0
     pending: int = 0
     damaged: list[tuple[int, int, str]] = field(default_factory=list)
@@ -224,7 +321,7 @@ class Verification:
             )
         if self.damaged_arrays:
             arrays = ", ".join(f"{name} ({why})" for name, why in self.damaged_arrays)
-            parts.append(f"damaged coordinate arrays {arrays}")
+            parts.append(f"damaged arrays or metadata {arrays}")
         return "; ".join(parts) or "no damage found"
 
     def report(self) -> str:
@@ -236,17 +333,20 @@ class Verification:
                     f"{head} no checksums recorded (a store written by an older psens); all "
                     f"{self.checked} done or failed blocks could be read"
                 )
+            what = (
+                "the coordinates, the attributes and the arrays' metadata"
+                if self.checksum_version == 2
+                else "the coordinates and the attributes (checksum format 1: the arrays' "
+                "metadata only checked for encodings psens never writes)"
+            )
             if self.pending:
                 total = self.checked + self.pending
                 return (
-                    f"{head} no damage: {self.checked} finished blocks, the coordinates and the "
-                    f"attributes match their checksums; {self.pending} of {total} blocks pending "
+                    f"{head} no damage: {self.checked} finished blocks, {what} match their "
+                    f"checksums; {self.pending} of {total} blocks pending "
                     "(run the same config again to finish them)"
                 )
-            return (
-                f"{head} ok: {self.checked} blocks, the coordinates and the attributes match "
-                "their checksums"
-            )
+            return f"{head} ok: {self.checked} blocks, {what} match their checksums"
         lines = []
         if self.damaged:
             n = len(self.damaged)
@@ -257,7 +357,7 @@ class Verification:
                 lines.append(f"  model {m}, sample {s}: {why}")
             lines.append("Run the same config again (psens run) to recompute them.")
         if self.damaged_arrays:
-            lines.append(f"{head} damaged coordinate arrays:")
+            lines.append(f"{head} damaged arrays or metadata:")
             lines += [f"  {name}: {why}" for name, why in self.damaged_arrays]
             lines.append("Start the run over (psens run --overwrite).")
         if not self.has_checksums:
@@ -288,7 +388,9 @@ def verify(path: str | os.PathLike) -> Verification:
     group = _open_group(path, where)
     sums = group.attrs.get(CHECKSUM_ATTR)
     has = isinstance(sums, Mapping) and CHECKSUM_VAR in group
-    out = Verification(path=path, has_checksums=has)
+    version = group.attrs.get(CHECKSUM_VERSION_ATTR, 1)
+    out = Verification(path=path, has_checksums=has, checksum_version=version)
+    out.damaged_arrays += metadata_problems(path, group)
     for name in _static_arrays(group):
         try:
             value = group[name][...]
@@ -298,8 +400,9 @@ def verify(path: str | os.PathLike) -> Verification:
         if has and name in sums and _digest(name, value) != sums[name]:
             out.damaged_arrays.append((name, "values changed"))
     if has:
-        names = set(sums) - {ATTRS_KEY}
-        out.damaged_arrays += [(n, "missing") for n in sorted(names - set(group.array_keys()))]
+        names = set(sums) - {ATTRS_KEY, METADATA_KEY}
+        gone = [(n, "missing") for n in sorted(names - set(group.array_keys()))]
+        out.damaged_arrays += [p for p in gone if p not in out.damaged_arrays]
         if isinstance(sums.get(ATTRS_KEY), Mapping):
             changes = _attr_changes(sums[ATTRS_KEY], dict(group.attrs))
             if changes:

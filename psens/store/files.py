@@ -28,7 +28,7 @@ import numpy as np
 from psens._validation import fail
 from psens.store.checksums import ATTRS_KEY, Verification, _attr_changes, _attr_digests, _digest
 from psens.store.checksums import verify as verify_store
-from psens.store.schema import CHECKSUM_ATTR, EXPORT_ATTR, SCHEMA
+from psens.store.schema import CHECKSUM_ATTR, EXPORT_ATTR, SCHEMA, check_netcdf_storage
 
 __all__ = [
     "METHODS",
@@ -248,7 +248,9 @@ def open_method_run(
     path: str | os.PathLike, *, verify: bool = False, where: str = "psens.open_run"
 ):
     """Open an EAS or subjective PSS run (Dataset) or a DBSA run (DataTree), loaded into
-    memory, text as object arrays; ``verify`` first compares it with its checksums."""
+    memory, text as object arrays; ``verify`` first compares it with its checksums. A file
+    with a dataset stored externally or virtual or an encoding psens never writes is refused
+    before any value is read (:func:`psens.store.schema.check_netcdf_storage`)."""
     import xarray as xr
 
     path = Path(path)
@@ -261,6 +263,7 @@ def open_method_run(
             f"{path} is not an EAS, DBSA or subjective PSS run (no {METHOD_ATTR} attr)",
             "Pass a run file written by psens run or psens export",
         )
+    check_netcdf_storage(path, where)  # before any value is read
     if verify:
         _refuse_damage(path, where)
     if method != "dbsa":  # EAS and subjective PSS runs are one Dataset

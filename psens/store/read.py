@@ -10,15 +10,17 @@ from pathlib import Path
 import numpy as np
 
 from psens._validation import fail
-from psens.store.checksums import verify
+from psens.store.checksums import metadata_problems, verify
 from psens.store.files import _refuse_damage, is_method_run, open_method_run
 from psens.store.schema import (
     BLOCK_VARS,
     CHECKSUM_ATTR,
     CHECKSUM_VAR,
+    CHECKSUM_VERSION_ATTR,
     EXPORT_ATTR,
     _check_schema,
     _open_group,
+    check_netcdf_storage,
 )
 
 __all__ = ["open_run"]
@@ -29,6 +31,7 @@ def _open_netcdf(path: Path, where: str, verify: bool):
     the zarr store it came from (text as object arrays, the same checks)."""
     import xarray as xr
 
+    check_netcdf_storage(path, where)  # before any value is read
     try:
         ds = xr.open_dataset(path, engine="h5netcdf", chunks={})
     except Exception as exc:
@@ -74,6 +77,13 @@ def open_run(path: str | os.PathLike, *, verify: bool = False):
         has no checksums: every value is read once, and a file that cannot be read is
         refused.
 
+    Whatever ``verify`` says, a store is refused before any value is read when an array's
+    metadata is not what psens writes or differs from its checksum, or the root's
+    consolidated copy differs from it (:func:`psens.store.metadata_problems`); the values
+    are read through each array's own metadata. A netCDF file is refused when a dataset is
+    stored externally or virtual, or carries an encoding psens never writes
+    (:func:`psens.store.schema.check_netcdf_storage`).
+
     Returns
     -------
     xarray.Dataset
@@ -90,7 +100,15 @@ def open_run(path: str | os.PathLike, *, verify: bool = False):
         from psens.store.pairs import index_run_pairs
 
         return index_run_pairs(_open_netcdf(path, where, verify))
-    _open_group(path, where)
+    problems = metadata_problems(path, _open_group(path, where))
+    if problems:
+        shown = "; ".join(f"{name}: {why}" for name, why in problems[:3])
+        more = f" and {len(problems) - 3} more" if len(problems) > 3 else ""
+        fail(
+            where,
+            f"{path} has metadata psens did not write ({shown}{more})",
+            "psens verify STORE lists it; start the run over (psens run --overwrite)",
+        )
     if verify:
         found = _verify(path)
         if not found.ok:
@@ -104,7 +122,7 @@ def open_run(path: str | os.PathLike, *, verify: bool = False):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            ds = xr.open_zarr(path, consolidated=True)
+            ds = xr.open_zarr(path, consolidated=False)  # each array's own metadata
         except Exception as exc:
             fail(
                 where,
@@ -113,6 +131,7 @@ def open_run(path: str | os.PathLike, *, verify: bool = False):
             )
     ds = ds.drop_vars(CHECKSUM_VAR, errors="ignore")
     ds.attrs.pop(CHECKSUM_ATTR, None)
+    ds.attrs.pop(CHECKSUM_VERSION_ATTR, None)
     missing = [v for v in (*BLOCK_VARS, "prompt", "target") if v not in ds]
     if missing:
         fail(where, f"{path} lacks the variables {missing}", "The store is damaged: run again")

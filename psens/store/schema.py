@@ -79,6 +79,46 @@ CHECKSUM_VAR = "block_checksum"
 CHECKSUM_ATTR = "psens_checksums"
 
 
+#: the root attr with the checksum format: 2 records a digest of every array's metadata
+#: document as well; stores of older psens lack it (format 1: values and root attrs only)
+CHECKSUM_VERSION_ATTR = "psens_checksum_version"
+
+
+CHECKSUM_VERSION = 2
+
+
+#: the array attributes psens writes: xarray's ``coordinates``, ``_FillValue`` (NaN, on float
+#: arrays only) and ``dtype = "bool"`` (a boolean in netCDF). Any other attribute
+#: (``scale_factor``, ``add_offset``, ``missing_value``, ``units``, ...) would change what
+#: xarray decodes, and is refused
+ARRAY_ATTRS = ("coordinates", "_FillValue", "dtype")
+
+
+#: netCDF-4's own bookkeeping attributes (dimension scales) in the HDF5 files it writes
+_NETCDF_INTERNAL_ATTRS = (
+    "_Netcdf4Dimid",
+    "_Netcdf4Coordinates",
+    "DIMENSION_LIST",
+    "REFERENCE_LIST",
+    "CLASS",
+    "NAME",
+    "_nc3_strict",
+)
+
+
+#: the zarr data types psens writes, each with the chunk fill value it writes
+_ZARR_FILL = {"float64": "NaN", "int64": 0, "int8": 0, "bool": False, "string": ""}
+
+
+#: the zarr codecs psens writes (``bytes``/``vlen-utf8`` serialise, ``zstd`` compresses) and
+#: the lossless compressors of other zarr versions; none changes a decoded value
+_ZARR_CODECS = ("bytes", "vlen-utf8", "zstd", "blosc", "gzip")
+
+
+#: the float variables (float64 in every store) and the commit flag (int8)
+_FLOAT_VARS = (*GAME_VARS, *TEMPLATE_VARS, *PAIR_VARS, "matching_error", *FLOOR_VARS)
+
+
 RUN_ID_ATTR = "run_id"
 
 
@@ -277,6 +317,117 @@ def _check_schema(path: Path, attrs, present, where: str, engine: str) -> None:
     lost = [v for v in (*BLOCK_VARS, "prompt", "target") if v not in present]
     if lost:
         fail(where, f"{path} is damaged: the arrays {lost} are missing on disk", lost_fix)
+
+
+def _is_nan(value: Any) -> bool:
+    """Whether a stored ``_FillValue`` is NaN: a number, ``"NaN"``, or (zarr v3 through
+    xarray) the base64 of a float's bytes."""
+    if isinstance(value, str):
+        import base64
+        import binascii
+
+        if value.lower() == "nan":
+            return True
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            return False
+        if len(raw) not in (4, 8):
+            return False
+        value = np.frombuffer(raw, dtype="<f8" if len(raw) == 8 else "<f4")
+    try:
+        a = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return a.size == 1 and bool(np.isnan(a).all())
+
+
+def attrs_problem(attrs: Mapping[str, Any], kind: str, *, internal: bool = False) -> str:
+    """Why an array's attributes are not those psens writes ('' when they are).
+
+    ``kind`` is the array's numpy dtype kind; ``internal`` allows netCDF-4's bookkeeping
+    attributes (HDF5 files). Allowed: :data:`ARRAY_ATTRS`, with ``_FillValue`` NaN on a float
+    array and ``dtype`` only ``"bool"``.
+    """
+    allowed = {*ARRAY_ATTRS, *(_NETCDF_INTERNAL_ATTRS if internal else ())}
+    extra = sorted(set(attrs) - allowed)
+    if extra:
+        return f"the attributes {extra}, an encoding psens never writes"
+    if "_FillValue" in attrs and (kind != "f" or not _is_nan(attrs["_FillValue"])):
+        return f"_FillValue {attrs['_FillValue']!r} (psens writes NaN, on float arrays only)"
+    dtype = attrs.get("dtype", "bool")
+    if (dtype.decode() if isinstance(dtype, bytes) else dtype) != "bool":
+        return f"the attribute dtype = {dtype!r} (psens writes only 'bool')"
+    return ""
+
+
+def zarr_array_problem(name: str, doc: Any) -> str:
+    """Why an array's zarr metadata document is not one psens writes ('' when it is): zarr
+    format 3, a data type of :data:`_ZARR_FILL` (float64 for the float variables, int8 for
+    ``status``) with its fill value, the codecs of :data:`_ZARR_CODECS` (little-endian),
+    no storage transformer, and the attributes of :func:`attrs_problem`."""
+    if not isinstance(doc, Mapping) or doc.get("zarr_format") != 3:
+        return "not a zarr format 3 array (psens writes format 3)"
+    dtype = doc.get("data_type")
+    want = "float64" if name in _FLOAT_VARS else "int8" if name == "status" else None
+    if not isinstance(dtype, str) or dtype not in _ZARR_FILL or want not in (None, dtype):
+        return f"data type {dtype!r} (psens writes {want or ', '.join(_ZARR_FILL)})"
+    fill = doc.get("fill_value")
+    if not (_is_nan(fill) if dtype == "float64" else fill == _ZARR_FILL[dtype]):
+        return f"fill value {fill!r} (psens writes {_ZARR_FILL[dtype]!r})"
+    codecs = doc.get("codecs")
+    names = [c.get("name") if isinstance(c, Mapping) else c for c in codecs or []]
+    if not names or any(n not in _ZARR_CODECS for n in names):
+        return f"codecs {names} (psens writes {', '.join(_ZARR_CODECS)})"
+    for c in codecs:
+        endian = (c.get("configuration") or {}).get("endian") if isinstance(c, Mapping) else None
+        if endian not in (None, "little"):
+            return f"{endian!r}-endian bytes (psens writes little-endian)"
+    if doc.get("storage_transformers"):
+        return "a storage transformer (psens writes none)"
+    attrs = doc.get("attributes", {})
+    if not isinstance(attrs, Mapping):
+        return "attributes that are not a mapping"
+    return attrs_problem(attrs, np.dtype(dtype).kind if dtype != "string" else "T")
+
+
+def check_netcdf_storage(path: Path, where: str) -> None:
+    """Refuse an HDF5 (netCDF-4) file whose values would come from elsewhere or be decoded
+    otherwise than psens writes them, before any value is read: a dataset stored in an
+    external file or virtual (mapped from other datasets or files), an external or soft
+    link, the lossy scale-offset filter, or array attributes :func:`attrs_problem` refuses.
+    Only metadata is read."""
+    import h5py
+
+    fix = "Use a file written by psens (psens export, psens run), not an edited one"
+    try:
+        f = h5py.File(path, "r")
+    except Exception:  # not HDF5: the reader that follows says so
+        return
+    with f:
+        todo = [f]
+        while todo:
+            group = todo.pop()
+            for key in group:
+                link = group.get(key, getlink=True)
+                name = f"{group.name.rstrip('/')}/{key}"
+                if isinstance(link, h5py.ExternalLink | h5py.SoftLink):
+                    fail(where, f"{path}: {name} is a link to {link.path!r}", fix)
+                obj = group[key]
+                if isinstance(obj, h5py.Group):
+                    todo.append(obj)
+                    continue
+                if not isinstance(obj, h5py.Dataset):
+                    continue
+                if obj.external:
+                    fail(where, f"{path}: {name} is stored in an external file", fix)
+                if obj.is_virtual:
+                    fail(where, f"{path}: {name} is a virtual dataset", fix)
+                if obj.scaleoffset is not None:
+                    fail(where, f"{path}: {name} uses the lossy scale-offset filter", fix)
+                why = attrs_problem(obj.attrs, obj.dtype.kind, internal=True)
+                if why:
+                    fail(where, f"{path}: {name} has {why}", fix)
 
 
 def _open_group(path: Path, where: str):

@@ -3,10 +3,8 @@ summary, and the shipped-run comparison of grouped files."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 import zlib
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from psens import dbsa as D
 from psens import method_runs, store
 from psens.cli import main
 from psens.dbsa import run as dbsa_run
+from tests.support import script_module
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXTS = {"short": "The patient has heart failure and mild edema.", "other": "Pay the fee by May."}
@@ -120,16 +119,7 @@ def test_summary_api_and_cli(tmp_path, fakes, capsys):
 
 
 def _shipped_run_module():
-    spec = importlib.util.spec_from_file_location(
-        "shipped_run", ROOT / "scripts" / "shipped_run.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    return module
+    return script_module("shipped_run")
 
 
 def test_shipped_run_compare_walks_the_groups(tmp_path, fakes):

@@ -3,17 +3,21 @@ summary (API and CLI) and the refusals."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 
 import psens
 from psens import method_runs, store
-from psens.backends import Response
+from psens.backends import DEFAULT_JUDGE_TEMPLATE, Response, instruction_text, parse_verdict
 from psens.cli import main
 from psens.eas import instance_metrics
 from psens.eas import run as eas_run
 from psens.eas.scoring import heuristic_scores
+from tests.support import ROOT, script_module
 
 
 class FakeGenerator:
@@ -174,3 +178,118 @@ def test_a_killed_write_leaves_no_file(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         store.write_method_run(xr.Dataset({"x": ("a", [1.0])}), tmp_path / "x.nc")
     assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------- verdicts read again from replies
+
+SHIPPED = ROOT / "data" / "runs" / "eas.nc"
+AMBIGUOUS = "The answer is correct but incorrect."
+
+
+class AmbiguousJudge(FakeGenerator):
+    """FakeGenerator whose judge names both polarities for the long-sentence answers: a reply
+    the strict parser leaves unparsed (an earlier lenient parser read it as correct)."""
+
+    def __call__(self, prompts):
+        return [
+            AMBIGUOUS if "Response to grade: I would say" in p else v
+            for p, v in zip(prompts, super().__call__(prompts), strict=True)
+        ]
+
+
+def test_reread_gives_what_a_rerun_gives_and_the_script_rewrites_only_stale_files(
+    tmp_path, monkeypatch
+):
+    """A file whose ambiguous replies were stored as "correct" (what the lenient parser read),
+    with the metrics computed from those verdicts, is re-read into exactly the file a fresh
+    run writes; scripts/reparse_judged.py does it to the file, and leaves a current one
+    alone."""
+    monkeypatch.setattr(eas_run, "_generator", lambda name, cfg, n: AmbiguousJudge(name))
+    cfg = _config(tmp_path)
+    method_runs.run(cfg, progress=False)
+    fresh = psens.open_run(cfg.store)
+    stale_cells = fresh["judge_raw"].values == AMBIGUOUS
+    assert (
+        stale_cells.sum() >= 8 and (fresh["judge_status"].values[stale_cells] == "unparsed").all()
+    )
+    # the file the lenient parser wrote: those verdicts ok and correct, metrics from them
+    old = fresh.copy(deep=True)
+    old["judge_status"].values[stale_cells] = "ok"
+    old["judge"].values[stale_cells] = 1.0
+    models, samples = ([str(x) for x in old[d].values] for d in ("model", "sample"))
+    for name, var in eas_run._instance_vars(eas_run.rows(old), models, samples).items():
+        old[name] = var
+    assert not np.array_equal(old["sens_judge"].values, fresh["sens_judge"].values, equal_nan=True)
+    again = method_runs.reread_verdicts(old)
+    xr.testing.assert_identical(again, fresh)
+    # the script on the stale file: --check says it would change, then the file is the fresh one
+    stale = store.write_method_run(old, tmp_path / "stale.nc")
+    script = script_module("reparse_judged")
+    assert script.main(["--check", str(stale)]) == 1
+    assert script.main([str(stale)]) == 0
+    assert script_module("shipped_run").compare(stale, cfg.store) == []
+    before = Path(cfg.store).stat().st_mtime_ns
+    assert script.main([cfg.store]) == 0 and Path(cfg.store).stat().st_mtime_ns == before
+
+
+def test_reread_refuses_a_run_without_a_judge():
+    ds = xr.Dataset(attrs={"psens_method": "dbsa"})
+    with pytest.raises(ValueError, match="has no judge verdicts"):
+        method_runs.reread_verdicts(ds)
+
+
+def test_the_shipped_run_holds_the_parsers_verdicts_of_its_replies():
+    """Every stored verdict of data/runs/eas.nc is parse_verdict of its stored reply under the
+    run's judge (binary, the default judge template's instruction), and the stored metrics
+    are those of these verdicts."""
+    ds = psens.open_run(SHIPPED)
+    instruction = instruction_text(DEFAULT_JUDGE_TEMPLATE)
+    raw, status, judge = (ds[k].values.ravel() for k in ("judge_raw", "judge_status", "judge"))
+    for text, st, j in zip(raw, status, judge, strict=True):
+        if st == "failed":  # no reply: nothing to parse, never scored
+            assert np.isnan(j)
+            continue
+        v = parse_verdict(text, mode=eas_run.JUDGE_MODE, instruction=instruction)
+        assert (v.status, v.correct) == (st, None if np.isnan(j) else bool(j)), text
+    inst = instance_metrics(eas_run.rows(ds)).set_index(["model_name", "id"])
+    midx = pd.MultiIndex.from_product([ds.model.values, ds.sample.values])
+    for col in eas_run.METRICS:
+        np.testing.assert_array_equal(
+            ds[col].values.ravel(), inst[col].reindex(midx).to_numpy(float), err_msg=col
+        )
+    assert list(ds["trizone"].values.ravel()) == [
+        z if isinstance(z, str) else "" for z in inst["trizone"].reindex(midx)
+    ]
+
+
+def test_the_runs_readme_eas_figures_are_the_shipped_runs():
+    """data/runs/README.md quotes the unparsed count, the signed EAS of SmolLM2 on BoolQ with
+    its interval and the four moved means as the shipped file gives them, and every interval
+    contains 0 as it says (notebook 10 prints the same)."""
+    from psens.eas import bootstrap_ci
+
+    ds = psens.open_run(SHIPPED)
+    text = " ".join((ROOT / "data" / "runs" / "README.md").read_text().split())
+    status = ds["judge_status"].values
+    assert f"{int((status != 'ok').sum())} of {status.size} verdicts" in text
+    assert f"Unparsed verdicts went from 77 to {int((status == 'unparsed').sum())}" in text
+    inst = instance_metrics(eas_run.rows(ds))
+
+    def f(x: float) -> str:
+        return f"{x:+.3f}".replace("-", "−")
+
+    signed = {}
+    for (model, dataset), g in inst.groupby(["model_name", "dataset"]):
+        vals = g["signed_eas"].to_numpy(float)
+        lo, hi = bootstrap_ci(vals)
+        assert lo <= 0 <= hi, (model, dataset)
+        signed[(model, dataset)] = (np.nanmean(vals), lo, hi)
+    mean, lo, hi = signed[("smollm2-135m-instruct", "boolq")]
+    assert f"SmolLM2 on BoolQ at its edge: {f(mean)} [{f(lo)}, {f(hi)}]" in text
+    for (model, dataset), was in [
+        (("gemma3-270m", "arc_challenge"), "+0.022"),
+        (("gemma3-270m", "boolq"), "+0.071"),
+        (("smollm2-135m-instruct", "boolq"), "−0.043"),
+        (("smollm2-135m-instruct", "squad"), "−0.040"),
+    ]:
+        assert f"({was} → {f(signed[(model, dataset)][0])})" in text, (model, dataset)

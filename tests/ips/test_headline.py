@@ -119,7 +119,9 @@ def test_cli_summary_names_pools_and_caveats(capsys):
 
 def test_the_notebooks_print_the_headline():
     for name in ("00_start_here", "03_ips_across_models", "04_orders", "05_factors"):
-        assert "ds.psens.headline()" in (ROOT / "notebooks" / f"{name}.py").read_text(), name
+        text = (ROOT / "notebooks" / f"{name}.py").read_text()
+        assert "ds.psens.headline()" in text or "headlines(ds)" in text, name
+        assert "headline_lines(head" in text, name
 
 
 def _readme_figures():
@@ -149,14 +151,15 @@ def test_readme_headline_figures_are_the_runs(run):
 
 
 def test_the_runs_readme_few_shot_figures_are_the_shipped_runs():
-    """data/runs/README.md quotes the few-shot change of the model above its noise floor
-    only; the figures are what psens.ips.factors.few_shot gives on the shipped run."""
+    """data/runs/README.md quotes SmolLM2's few-shot change as confounded, with the figures
+    psens.ips.factors.few_shot gives and the letters answer_confound finds."""
     import psens.ips.factors as F
+    from psens.ips.verdicts import answer_confound
 
     ds = psens.open_run(ROOT / "data" / "runs" / "arc.nc").load()
     s = F.few_shot(ds, models=["smollm2-135m-instruct"]).summary
     s = s[s.order == "all"].set_index("group")
-    text = (ROOT / "data" / "runs" / "README.md").read_text().replace("\n  ", " ")
+    text = " ".join((ROOT / "data" / "runs" / "README.md").read_text().split())
 
     def pct(x: float) -> str:
         return f"{100 * x:.1f}".replace("-", "−")
@@ -167,4 +170,38 @@ def test_the_runs_readme_few_shot_figures_are_the_shipped_runs():
             f"{k} {pct(r.rel_change)} % ({pct(r.rel_lo)} … {pct(r.rel_hi)} %, p = {r.p_value:.3f})"
         )
         assert quoted in text, quoted
-    assert "Gemma-3-270M is left out: it is not above its noise floor" in text
+    conf = answer_confound(ds).set_index(["model", "shot"]).loc["smollm2-135m-instruct"]
+    shares = ", ".join(
+        f"{r.majority_answer} on {100 * r.majority_share:.0f} % at {k} shot{'s' if k != 1 else ''}"
+        for k, r in conf.iterrows()
+    )
+    assert shares in text, shares
+    assert "is therefore the change of the letter it copies, not a finding" in text
+
+
+def test_the_runs_readme_table_by_shot_is_the_headline():
+    """Every row of data/runs/README.md's per-shot table is headline(shot=k) and its verdict."""
+    from psens.ips.verdicts import findings
+
+    ds = psens.open_run(ROOT / "data" / "runs" / "arc.nc").load()
+    text = (ROOT / "data" / "runs" / "README.md").read_text()
+    block = text.split("<!-- arc by shot -->")[1].split("<!-- /arc by shot -->")[0]
+    rows = [ln for ln in block.splitlines() if ln.startswith("| ") and "---" not in ln][1:]
+    want = []
+
+    def f(x: float) -> str:
+        return f"{x:+.3f}".replace("-", "−")
+
+    for k in (0, 1, 3):
+        h = headline(ds, shot=k)
+        why = findings(h)
+        for model, g in h.groupby("model", sort=False):
+            r = g.set_index("order")
+            a = r.loc["all"]
+            verdict = f"not a finding: {why[model]}" if why[model] else "a finding"
+            want.append(
+                f"| {model} | {k} | {a.ips:.3f} | {r.loc['low', 'ips']:.3f} | "
+                f"{r.loc['mid', 'ips']:.3f} | {r.loc['high', 'ips']:.3f} | {a.floor:.3f} | "
+                f"{f(a['diff'])} [{f(a.diff_lo)}, {f(a.diff_hi)}] | {a.accuracy:.2f} | {verdict} |"
+            )
+    assert rows == want

@@ -102,6 +102,9 @@ def test_the_notebook_check_asks_the_flagged_instruct_model(setup, monkeypatch):
     assert asked == ["smollm2-135m-instruct"]
     assert message.startswith("smollm2-135m-instruct (majority answer on 95 %")
     assert "through its chat template majority" in message
+    # the confound the 0-shot check cannot see: with examples the letter follows theirs
+    assert "1-shot C on 98 % (examples answer C)" in message
+    assert "3-shot C on 82 % (examples answer C, A)" in message
     assert table.shape[0] == 6 and {"correct answer", "answer", "A", "D"} <= set(table.columns)
     assert chart is not None
     toy = synthetic_run(n_samples=3)

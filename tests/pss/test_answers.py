@@ -99,7 +99,12 @@ def add_item(tmp_path):
 
 def _run(item, completion, **kw):
     return run_humaneval(
-        completion, item.question, item.metadata["test"], item.metadata["entry_point"], **kw
+        completion,
+        item.question,
+        item.metadata["test"],
+        item.metadata["entry_point"],
+        canonical=item.answer,
+        **kw,
     )
 
 
@@ -142,7 +147,8 @@ def test_sockets_processes_and_the_callers_process_are_out_of_reach(add_item):
     got = _run(add_item, sock)
     assert not got.passed and "socket" in got.detail
     proc = "    import subprocess\n    subprocess.run(['true'])\n    return sum(xs)\n"
-    assert "subprocess.Popen is not allowed" in _run(add_item, proc).detail
+    got = _run(add_item, proc)
+    assert "sandbox: _posixsubprocess is not allowed" in got.detail  # subprocess cannot load
     # the program runs in another process: exiting early is not a pass
     assert not _run(add_item, "    import os\n    os._exit(0)\n").passed
     me = os.getpid()

@@ -13,6 +13,7 @@ import pytest
 
 import psens
 from psens import method_runs, store
+from psens._runfile import method_attrs
 from psens.backends import Response
 from psens.cli import main
 from psens.pss import subjective as S
@@ -173,6 +174,19 @@ def test_the_judge_through_an_openai_compatible_server(tmp_path, monkeypatch):
     assert "server" in ds.attrs["judge_path"] and ds.attrs["judge_note"] == ""
 
 
+def test_the_served_judge_timeout_is_a_config_key(tmp_path):
+    """judge_timeout bounds each network step of a served judge call (the whole call: three
+    times as long); default 60 s; it is stored with the run's config."""
+    cfg = _config(tmp_path, judge="served-judge", judge_url="http://127.0.0.1:9/v1")
+    assert cfg.judge_timeout == 60.0 and S._judge(cfg).client.timeout == 60.0
+    cfg = _config(
+        tmp_path, judge="served-judge", judge_url="http://127.0.0.1:9/v1", judge_timeout=2.5
+    )
+    client = S._judge(cfg).client
+    assert (client.timeout, client.deadline) == (2.5, 7.5)
+    assert method_attrs(S.METHOD, cfg)["judge_timeout"] == 2.5
+
+
 def test_between_instance_null_matches_a_literal_loop():
     rng = np.random.default_rng(1)
     y = rng.integers(0, 11, size=(9, 3)) / 10.0
@@ -246,6 +260,10 @@ def test_arena_reads_local_references_and_refuses_too_few(tmp_path):
         ({"judge": ""}, "judge"),
         ({"store": "x.zarr"}, ".nc"),
         ({"temperature": 1.0}, "temperature"),
+        ({"judge_timeout": 0}, "judge_timeout"),
+        ({"judge_timeout": "60"}, "judge_timeout"),
+        ({"judge_timeout": float("nan")}, "judge_timeout"),
+        ({"judge_timeout": True}, "judge_timeout"),
     ],
 )
 def test_bad_configs_are_refused_in_one_line_before_any_model(tmp_path, over, needle):
@@ -342,3 +360,41 @@ def test_check_ignores_a_config_key_added_later_at_its_default_only():
     assert not same(old, json.dumps({"store": "x.zarr", "seed": 1}))
     assert not same(old, json.dumps({"store": "x.zarr", "seed": 0, "banana": 1}))
     assert not same("not json", old)
+
+
+def test_reread_gives_what_a_rerun_gives(tmp_path, monkeypatch):
+    """A preference run whose off-format replies were stored as "no" verdicts, with S_i from
+    them, is re-read into exactly the run the parser writes; a current run is unchanged."""
+    import xarray as xr
+
+    monkeypatch.setattr(S, "_generator", lambda name, cfg, n: PreferenceJudge(name))
+    S.run(_config(tmp_path, judge_mode="preference"), progress=False)
+    fresh = psens.open_run(tmp_path / "subj.nc")
+    cells = fresh["judge_status"].values == "unparsed"
+    assert cells.any()
+    old = fresh.copy(deep=True)
+    old["judge_status"].values[cells] = "ok"
+    old["score"].values[cells] = 0.0
+    old["S_i"] = (("model", "sample"), np.zeros(old["S_i"].shape))
+    xr.testing.assert_identical(method_runs.reread_verdicts(old), fresh)
+    xr.testing.assert_identical(method_runs.reread_verdicts(fresh), fresh)
+
+
+def test_the_shipped_run_holds_the_parsers_verdicts_of_its_replies():
+    """Every verdict of data/runs/pss-alpaca.nc is parse_verdict of its stored reply under
+    the run's preference judge; its S_i are those of the stored scores."""
+    from psens.backends import instruction_text, parse_verdict
+    from tests.support import ROOT
+
+    ds = psens.open_run(ROOT / "data" / "runs" / "pss-alpaca.nc")
+    assert ds.attrs["judge_mode"] == "preference"
+    instruction = instruction_text(S.PREFERENCE_TEMPLATE)
+    raw, status, score = (ds[k].values.ravel() for k in ("judge_raw", "judge_status", "score"))
+    for text, st, y in zip(raw, status, score, strict=True):
+        if st == "failed":
+            assert np.isnan(y)
+            continue
+        v = parse_verdict(text, mode="binary", instruction=instruction)
+        assert v.status == st and (v.value == y or (np.isnan(v.value) and np.isnan(y))), text
+    ref = [[literal_s_i(list(row)) for row in m] for m in ds["score"].values]
+    np.testing.assert_allclose(ds["S_i"].values, ref, equal_nan=True)

@@ -22,7 +22,9 @@ def _notebook_04_factors(ds) -> dict:
     text = (ROOT / "notebooks" / "04_orders.py").read_text()
     cell = re.search(r"^FACTORS = \{.*?^print\(\"comparisons this run supports", text, re.S | re.M)
     assert cell, "notebook 04 has no FACTORS cell"
-    scope = {"pw": pw, "ds": ds, "head": ds.psens.headline(n_boot=200)}
+    from psens.ips.headline import headlines
+
+    scope = {"pw": pw, "ds": ds, "heads": headlines(ds, n_boot=200)}
     exec(cell.group(0) + ': ", list(compare))', scope)
     return scope["compare"]
 
@@ -51,9 +53,9 @@ def test_notebook_04_gives_no_instruct_verdict_on_the_shipped_run(arc, capsys):
     assert "instruct vs base" not in compare
     assert "few-shot vs 0-shot" in compare  # each model with itself: a matched comparison
     out = capsys.readouterr().out
-    # Gemma-3-270M is below its noise floor, so it is left out and no base model remains
-    assert "gemma3-270m: not above the noise floor — left out" in out
-    assert "the instruct vs base comparison needs ≥ 2 models, base and tuned models" in out
+    # no model is a finding: the run stays whole, and its two models are no matched pair
+    assert "no model of this run is a finding" in out
+    assert "instruct vs base: not on this run — " in out
 
 
 def test_a_matched_pair_gets_a_verdict():
@@ -76,20 +78,23 @@ def test_matched_pairs_refuses_unknown_factors_and_unmatched_scale(arc):
         F.matched_pairs(arc, "dense_vs_moe")
 
 
-def test_models_below_their_noise_floor_are_left_out_of_factor_verdicts(arc, capsys):
+def test_models_that_are_not_findings_are_left_out_of_factor_verdicts(arc, capsys):
     head = arc.psens.headline(n_boot=200)
-    fds, note = pw.findings_run(arc, head)
+    head["caveats"] = head["caveats"].where(head["model"] != "smollm2-135m-instruct", "")
+    fds, note = pw.findings_run(arc, head)  # as if SmolLM2 were a finding at 0 shots
     assert list(fds["model"].values) == ["smollm2-135m-instruct"]
-    assert note.startswith("gemma3-270m: not above the noise floor — left out")
-    compare = _notebook_04_factors(arc)  # notebook 04 gives its few-shot verdict without Gemma
-    assert compare["few-shot vs 0-shot"].models == ["smollm2-135m-instruct"]
-    assert "gemma3-270m: not above the noise floor" in capsys.readouterr().out
+    assert note.startswith("gemma3-270m: not a finding (not above the noise floor")
+    assert "left out of every factor verdict" in note
 
 
-def test_a_run_with_no_model_above_its_floor_gives_no_verdict(arc):
-    gemma = arc.sel(model=["gemma3-270m"])
-    fds, note = pw.findings_run(gemma)
-    assert "no model of this run is above its noise floor" in note
-    assert fds.sizes["model"] == 1
+def test_the_shipped_run_has_no_finding_so_no_factor_verdict(arc, capsys):
+    fds, note = pw.findings_run(arc)  # every shot setting: SmolLM2 copies the examples' C
+    assert fds.sizes["model"] == 2 and fds.attrs[pw.NOT_FINDINGS] == note
+    assert "no model of this run is a finding" in note
+    assert "answer follows the few-shot examples (C)" in note
+    assert "gemma3-270m: not a finding (0-shot: not above the noise floor" in note
     assert "this run cannot test the claim" in pw.verdict("few-shot: -10 %", True, fds)
     assert "the paper's claim holds here" in pw.verdict("few-shot: -10 %", True, arc)
+    compare = _notebook_04_factors(arc)  # notebook 04 shows the comparison, gives no verdict
+    assert "few-shot vs 0-shot" in compare
+    assert "no model of this run is a finding" in capsys.readouterr().out

@@ -171,7 +171,24 @@ def factor_chart(result, order: str = "all"):
         chart = _few_shot_chart(result, order)
     else:
         chart = pair_bars(result, order)
-    return label_synthetic(chart, result)
+    return label_synthetic(_with_pools(chart, result, order), result)
+
+
+def _with_pools(chart, result, order: str):
+    """``chart`` with a subtitle saying what its bars pool (order band, templates, τ)."""
+    alt = altair()
+    st = result.settings or {}
+    parts = [f"order {order}"]
+    if st.get("templates"):
+        parts.append("templates " + ", ".join(str(t) for t in st["templates"]))
+    if st.get("tau") is not None:
+        parts.append(f"τ = {float(st['tau']):g}")
+    if st.get("shot") is not None:
+        parts.append(f"{st['shot']}-shot")
+    title = chart.title if isinstance(chart.title, str) else ""
+    if isinstance(chart.title, alt.TitleParams):
+        title = chart.title.text
+    return chart.properties(title=alt.TitleParams(text=title or "", subtitle="; ".join(parts)))
 
 
 def threshold_chart(scores):
