@@ -45,20 +45,20 @@ def regenerate(config: Path, out: Path) -> dict:
             raise SystemExit(f"{config.name}: {failed} blocks did not finish; not exported")
         store.to_netcdf(ds, out, overwrite=True)
     else:
-        method_runs.run(cfg, out, progress=True)
+        method_runs.run(cfg, out, progress=True, overwrite=True)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     return {"wall": wall, "cpu": cpu, "bytes": out.stat().st_size}
 
 
 def compare(a: Path, b: Path) -> list[str]:
     """Names of the variables and attributes that differ between two exported runs, both
-    read under today's labels (:func:`psens.ips.labels.label_run`: a committed file of an
+    read under today's labels (:func:`psens.store.labels.label_run`: a committed file of an
     earlier psens holds pair numbers and coded format ids)."""
     import numpy as np
     import xarray as xr
 
-    from psens.ips.labels import label_run
     from psens.store import item_targets
+    from psens.store.labels import label_run
 
     with xr.open_datatree(a, engine="h5netcdf") as ta, xr.open_datatree(b, engine="h5netcdf") as tb:
         groups_a = {node.path: label_run(node.to_dataset()) for node in ta.subtree}
