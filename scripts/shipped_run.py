@@ -59,6 +59,7 @@ def compare(a: Path, b: Path) -> list[str]:
 
     from psens.store import item_targets
     from psens.store.labels import label_run
+    from psens.store.schema import CHECKSUM_ATTR
 
     with xr.open_datatree(a, engine="h5netcdf") as ta, xr.open_datatree(b, engine="h5netcdf") as tb:
         groups_a = {node.path: label_run(node.to_dataset()) for node in ta.subtree}
@@ -87,6 +88,8 @@ def compare(a: Path, b: Path) -> list[str]:
                     diffs.append(f"{at}{name}")
             for key in sorted(set(x.attrs) | set(y.attrs)):
                 if key in ("run_id", "created"):  # new for every run by design
+                    continue
+                if key == CHECKSUM_ATTR:  # the file's seal: its digests, not run content
                     continue
                 if key == "config" and _same_config(x.attrs.get(key), y.attrs.get(key)):
                     continue
