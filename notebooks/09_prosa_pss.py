@@ -415,7 +415,7 @@ from psens.pss import subjective as subj
 
 SUBJECTIVE = ROOT / "data" / "runs" / "pss-alpaca.nc"
 if PSENS_SIZE != "tiny" and SUBJECTIVE.exists():
-    sub = method_runs.open_run(SUBJECTIVE)
+    sub = psens.open_run(SUBJECTIVE)
 else:
     if PSENS_SIZE != "tiny":
         print("data/runs/pss-alpaca.nc not found: showing a synthetic run")

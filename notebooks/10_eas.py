@@ -85,7 +85,7 @@ from psens.eas import run as eas_run
 EAS_RUN = Path(PSENS_RUN) if PSENS_RUN else REFERENCE.parent / "runs" / "eas.nc"
 TINY_JUDGE = "judge: SmolLM2-135M (a tiny judge: an illustration, not a finding)"
 if EAS_RUN.exists():
-    real_run = method_runs.open_run(EAS_RUN)
+    real_run = psens.open_run(EAS_RUN)
     real_rows = eas_run.rows(real_run)
     real = eas.instance_metrics(real_rows)
     print(method_runs.summarize(real_run))

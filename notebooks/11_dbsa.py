@@ -76,6 +76,7 @@ PSENS_DBSA_CACHE = os.environ.get("PSENS_DBSA_CACHE", "../runs/dbsa_cache")
 # %%
 from pathlib import Path
 
+import psens
 from psens import dbsa as D
 from psens import method_runs
 from psens.dbsa import run as dbsa_run
@@ -173,7 +174,7 @@ if SOURCE == "shipped" and not RUN_FILE.exists():
     print(f"{RUN_FILE} not found: using the fake generators (synthetic data) instead")
     SOURCE = "fake"
 if SOURCE == "shipped":
-    TREE = method_runs.open_run(RUN_FILE)
+    TREE = psens.open_run(RUN_FILE)
     SIZE = {k: int(TREE.attrs[k]) for k in ("n", "m", "k", "permutations")}
     SAMPLE_SIZES = tuple(s for s in (3, 5, 8, 12, 16) if s <= SIZE["m"])
     LABEL = "real run: SmolLM2-135M-Instruct vs Gemma-3-270M (tiny models)"

@@ -1,11 +1,10 @@
-"""The run files of the output-level methods (EAS, DBSA, subjective PSS): the config base
-class and its checks, the attrs, writing and opening. :mod:`psens.method_runs` is the entry
-point (load, run, summarize).
+"""The runs of the output-level methods (EAS, DBSA, subjective PSS): the config base class
+and its checks, the attrs, the target check and the progress lines. :mod:`psens.method_runs`
+is the entry point (load, run, summarize).
 
 A method run is written in one go as a netCDF file marked with the attrs ``psens_method``
-(``"eas"``, ``"dbsa"``, ``"subjective"``) and ``psens_method_version``; :func:`open_run`
-opens an EAS or subjective PSS file as an :class:`xarray.Dataset` and a DBSA file as an
-:class:`xarray.DataTree` (one group per prompt and model).
+(``"eas"``, ``"dbsa"``, ``"subjective"``) and ``psens_method_version``, with its checksums
+(:func:`psens.store.write_method_run`); :func:`psens.open_run` opens it.
 """
 
 from __future__ import annotations
@@ -16,28 +15,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
-
-from psens._validation import check_positive_int, fail
+from psens._validation import check_keys, check_positive_int, fail
 
 __all__ = [
-    "METHODS",
     "MethodConfig",
     "check_dataset_names",
     "check_models",
-    "is_method_run",
     "method_attrs",
-    "method_of",
-    "open_run",
+    "say",
     "set_threads",
-    "write",
+    "start",
+    "steps",
 ]
-
-METHOD_ATTR = "psens_method"
-VERSION_ATTR = "psens_method_version"
-VERSION = 1
-#: the methods with a stored run of their own (IPS runs are psens.store stores)
-METHODS = ("eas", "dbsa", "subjective")
 
 
 @dataclass
@@ -50,8 +39,6 @@ class MethodConfig:
     def from_dict(cls, raw: dict[str, Any]):
         """Build from a mapping, refusing unknown keys (with the closest valid key) and
         missing required keys, then :meth:`check`."""
-        from psens.config import check_keys
-
         where = f"psens {raw.get('method', '?') if isinstance(raw, dict) else '?'} config"
         check_keys(raw, [f.name for f in dataclasses.fields(cls)], cls.REQUIRED, where)
         cfg = cls(**raw)
@@ -107,7 +94,7 @@ def check_models(names: list[str], where: str) -> None:
 
 def check_dataset_names(names: Any, where: str) -> None:
     """A non-empty list of distinct dataset names :func:`psens.datasets.load` knows."""
-    from psens.datasets import _canonical
+    from psens.datasets import canonical_name
 
     if (
         not isinstance(names, list | tuple)
@@ -118,7 +105,7 @@ def check_dataset_names(names: Any, where: str) -> None:
     if len(set(names)) != len(names):
         fail(where, "'datasets' lists a dataset twice", "Remove the duplicate")
     for name in names:
-        _canonical(name)
+        canonical_name(name)
 
 
 def method_attrs(method: str, cfg: MethodConfig) -> dict[str, Any]:
@@ -127,10 +114,11 @@ def method_attrs(method: str, cfg: MethodConfig) -> dict[str, Any]:
     import json
 
     from psens._version import __version__
+    from psens.store import METHOD_ATTR, METHOD_VERSION, METHOD_VERSION_ATTR
 
     attrs: dict[str, Any] = {
         METHOD_ATTR: method,
-        VERSION_ATTR: VERSION,
+        METHOD_VERSION_ATTR: METHOD_VERSION,
         "psens_version": __version__,
     }
     for f in dataclasses.fields(cfg):
@@ -151,117 +139,34 @@ def set_threads(threads: int | None) -> None:
         torch.set_num_threads(int(threads))
 
 
-def _encoding(ds) -> dict[str, dict]:
-    """zlib compression of every numeric variable (NaN padding compresses to nothing)."""
-    return {
-        name: {"zlib": True, "complevel": 4}
-        for name, var in ds.data_vars.items()
-        if var.dtype.kind in "fiub"
-    }
+def start(cfg: MethodConfig, out: str | os.PathLike | None, *, overwrite: bool) -> Path:
+    """Before anything is loaded: check ``cfg``, refuse a target that would destroy
+    something (:func:`psens.store.check_target`: an existing file unless it is a psens run
+    file and ``overwrite``) and set the thread count. Returns the file to write."""
+    from psens.store import check_target
 
-
-def _text_as_str(ds):
-    for name in list(ds.variables):
-        if ds[name].dtype == object:
-            ds[name] = ds[name].astype(str)
-    return ds
-
-
-def write(obj, path: str | os.PathLike) -> Path:
-    """Write a method run (a Dataset, or a DataTree for DBSA) to netCDF: into a hidden
-    sibling first, then renamed into place, so a killed run leaves no half-written file."""
-    import xarray as xr
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.writing")
-    try:
-        if isinstance(obj, xr.DataTree):
-            tree = obj.copy()
-            enc = {}
-            for node in tree.subtree:
-                ds = _text_as_str(node.to_dataset())
-                node.dataset = ds
-                enc[node.path] = _encoding(ds)
-            tree.to_netcdf(tmp, engine="h5netcdf", encoding=enc)
-        else:
-            ds = _text_as_str(obj.copy())
-            ds.to_netcdf(tmp, engine="h5netcdf", encoding=_encoding(ds))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    cfg.check()
+    path = Path(out or cfg.store)
+    if path.parent.is_dir():  # a missing folder is made when the file is written
+        check_target(path, overwrite=overwrite, where=f"psens {cfg.method} run")
+    set_threads(cfg.threads)
     return path
 
 
-def method_of(path: str | os.PathLike) -> str | None:
-    """The method of a stored method run (``"eas"``, ``"dbsa"``), or None for anything else
-    (an IPS store or export, a missing file, a file that is not netCDF)."""
-    import h5py
+def steps(items, *, method: str, progress: bool, unit: str = "model"):
+    """``items`` with a tqdm bar on stderr (as the IPS runner's), none when not ``progress``."""
+    import sys
 
-    path = Path(path)
-    if not path.is_file():
-        return None
-    try:
-        with h5py.File(path, "r") as f:
-            value = f.attrs.get(METHOD_ATTR)
-    except Exception:  # not HDF5 / netCDF4
-        return None
-    if isinstance(value, bytes):
-        value = value.decode()
-    if isinstance(value, np.ndarray):
-        value = value.item()
-    return str(value) if value is not None else None
+    from tqdm.auto import tqdm
+
+    return tqdm(items, desc=method, unit=unit, disable=not progress, file=sys.stderr)
 
 
-def is_method_run(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is an EAS, DBSA or subjective PSS run file."""
-    return method_of(path) in METHODS
+def say(line: str, progress: bool) -> None:
+    """One progress line on stderr, above any bar (nothing when not ``progress``)."""
+    if progress:
+        import sys
 
+        from tqdm.auto import tqdm
 
-def _object_text(ds):
-    text = [k for k in ds.variables if ds[k].dtype.kind in "OSUT"]
-    ds = ds.assign({k: ds[k].astype(object) for k in text if k in ds.data_vars})
-    coords = {k: (ds[k].astype(object) if k in text else ds[k]) for k in ds.coords}
-    ds = ds.assign_coords(coords)
-    ds.attrs = {k: v.item() if isinstance(v, np.generic) else v for k, v in ds.attrs.items()}
-    return ds
-
-
-def open_run(path: str | os.PathLike):
-    """Open an EAS or subjective PSS run (Dataset) or a DBSA run (DataTree), loaded into
-    memory, text as object arrays; anything else is refused with the fix, and so is a file
-    with a dataset stored externally or virtual or an encoding psens never writes
-    (:func:`psens.store.schema.check_netcdf_storage`, before any value is read)."""
-    import xarray as xr
-
-    from psens.store.schema import check_netcdf_storage
-
-    where = "psens.method_runs.open_run"
-    path = Path(path)
-    if not path.is_file():
-        fail(where, f"{path} does not exist", "Check the path, or write it with psens run CONFIG")
-    method = method_of(path)
-    if method not in METHODS:
-        fail(
-            where,
-            f"{path} is not an EAS, DBSA or subjective PSS run (no {METHOD_ATTR} attr)",
-            "Open IPS runs with psens.open_run; write method runs with psens run CONFIG",
-        )
-    check_netcdf_storage(path, where)
-    if method != "dbsa":  # EAS and subjective PSS runs are one Dataset
-        with xr.open_dataset(path, engine="h5netcdf") as ds:
-            out = _object_text(ds.load())
-    else:
-        with xr.open_datatree(path, engine="h5netcdf") as tree:
-            tree = tree.load()
-        out = xr.DataTree.from_dict(
-            {node.path: _object_text(node.to_dataset()) for node in tree.subtree}
-        )
-    version = out.attrs.get(VERSION_ATTR)
-    if version != VERSION:
-        fail(
-            where,
-            f"{path} is a {method} run of version {version!r}; this psens reads version {VERSION}",
-            "Run its config again with this psens",
-        )
-    return out
+        tqdm.write(line, file=sys.stderr)

@@ -7,6 +7,7 @@ learn the fix from the message, before any expensive work starts.
 
 from __future__ import annotations
 
+import difflib
 import reprlib
 from typing import Any
 
@@ -16,6 +17,7 @@ __all__ = [
     "check_finite",
     "check_game",
     "check_in_interval",
+    "check_keys",
     "check_positive_int",
     "check_same_shape",
     "fail",
@@ -165,3 +167,20 @@ def check_positive_int(x: int, where: str, name: str, *, minimum: int = 1) -> in
     if x < minimum:
         fail(where, f"{name}={x} is below {minimum}", f"Pass {name} >= {minimum}")
     return int(x)
+
+
+def check_keys(
+    raw: Any, names: list[str], required: tuple[str, ...], where: str = "psens config"
+) -> None:
+    """Refuse a config that is not a mapping, has an unknown key (naming the closest valid
+    key) or lacks a required key."""
+    if not isinstance(raw, dict):
+        fail(where, f"a config must be a mapping, got {type(raw).__name__}", "Pass a dict")
+    for key in raw:
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1)
+            hint = f"Did you mean {close[0]!r}?" if close else f"Valid keys: {names}"
+            fail(where, f"unknown key {shown(key)}", hint.rstrip("?."))
+    for key in required:
+        if key not in raw:
+            fail(where, f"the required key {shown(key)} is missing", f"Add {key} = ...")

@@ -1,7 +1,8 @@
 """Command line: ``psens run CONFIG`` (an IPS run, or an EAS / DBSA / subjective PSS run when
 the config says ``method = "eas"`` / ``"dbsa"`` / ``"subjective"``), ``psens summary STORE``
-(a zarr store, its netCDF export, or a method run file), ``psens export STORE OUT.nc
-[--overwrite]`` (replaces only an earlier export), ``psens verify STORE``, ``psens plan
+(a zarr store, its netCDF export, or a method run file: its method's headline), ``psens
+export STORE OUT.nc [--overwrite]`` (replaces only an earlier psens run file), ``psens
+verify STORE`` (a store or any run file: its checksums), ``psens plan
 CONFIG [--offline] [--calibrate]`` (also ``psens run --plan CONFIG``: what the run costs, per
 model, without loading weights; :mod:`psens.plan`).
 
@@ -26,7 +27,11 @@ def main(argv: list[str] | None = None) -> int:
     p_run = sub.add_parser("run", help="run or resume an IPS experiment from a TOML/YAML config")
     p_run.add_argument("config", help="path to a .toml or .yaml config")
     p_run.add_argument("--scheduler", help="'local:N' or 'tcp://host:port' (overrides config)")
-    p_run.add_argument("--overwrite", action="store_true", help="start over if the store exists")
+    p_run.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start over if the store exists (a method run: replace its earlier run file)",
+    )
     p_run.add_argument("--no-progress", action="store_true", help="no progress bars")
     p_run.add_argument("--report", help="also write an HTML report to this path")
     p_run.add_argument("--plan", action="store_true", help="print the plan (psens plan); no run")
@@ -42,15 +47,15 @@ def main(argv: list[str] | None = None) -> int:
         "--offline", action="store_true", help="no network: hub models are reported as to download"
     )
     p_sum = sub.add_parser("summary", help="print the summary of a stored run")
-    p_sum.add_argument("store", help="a .zarr store or a .nc file written by psens export")
-    p_exp = sub.add_parser("export", help="export a stored run to netCDF")
+    p_sum.add_argument("store", help="a .zarr store or a .nc run file written by psens")
+    p_exp = sub.add_parser("export", help="export a stored run (or copy a run file) to netCDF")
     p_exp.add_argument("store")
     p_exp.add_argument("out")
     p_exp.add_argument(
-        "--overwrite", action="store_true", help="replace OUT if it is an earlier psens export"
+        "--overwrite", action="store_true", help="replace OUT if it is an earlier psens run file"
     )
     p_ver = sub.add_parser(
-        "verify", help="check a stored run against its checksums; name damaged blocks"
+        "verify", help="check a stored run or run file against its checksums; name the damage"
     )
     p_ver.add_argument("store")
     args = parser.parse_args(argv)
@@ -113,7 +118,7 @@ def _dispatch(args) -> int:
                     file=sys.stderr,
                 )
                 return 2
-            method_runs.run(cfg, progress=not args.no_progress)
+            method_runs.run(cfg, progress=not args.no_progress, overwrite=args.overwrite)
             print(cfg.store)
             return 0
         if args.scheduler:
@@ -141,16 +146,17 @@ def _dispatch(args) -> int:
     if args.command == "summary":
         from psens import method_runs
 
-        if method_runs.is_method_run(args.store):  # an EAS, DBSA or subjective PSS run file
-            print(_terminal_safe(method_runs.summarize(method_runs.open_run(args.store))))
-            return 0
-        print(_terminal_safe(summarize(store.open_run(args.store, verify=True))))
+        ds = store.open_run(args.store, verify=True)
+        if store.METHOD_ATTR in ds.attrs:  # an EAS, DBSA or subjective PSS run file
+            print(_terminal_safe(method_runs.summarize(ds)))
+        else:
+            print(_terminal_safe(summarize(ds)))
         return 0
     if args.command == "export":
         store.check_export_target(args.out, overwrite=args.overwrite, source=args.store)
         ds = store.open_run(args.store, verify=True)
-        status = ds["status"].values
-        if (status != store.DONE).any():
+        status = None if store.METHOD_ATTR in ds.attrs else ds["status"].values
+        if status is not None and (status != store.DONE).any():
             print(
                 f"warning: {int((status != store.DONE).sum())} of {status.size} blocks are not "
                 f"done ({int((status == store.PENDING).sum())} pending, "

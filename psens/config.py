@@ -110,7 +110,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import difflib
 import functools
 import hashlib
 import json
@@ -119,7 +118,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from psens._validation import check_in_interval, check_positive_int, fail, shown
+from psens._validation import check_in_interval, check_keys, check_positive_int, fail, shown
 from psens.models.loading import DTYPE_NAMES  # the one table of dtype names
 from psens.prompts import VARIABLE_RULES
 from psens.settings import (
@@ -307,7 +306,7 @@ class RunConfig:
         """The :class:`psens.formats.Format` points of a format-space ``templates``, or None.
 
         A sampled space (``{grammar = ..., k = ...}``) draws only formats whose option labels
-        every model's tokenizer tells apart (:func:`psens.formats.grammar.scorable`), so a
+        every model's tokenizer tells apart (:func:`psens.formats.tokens.scorable`), so a
         tokenizer that cannot score lowercase or digit labels gets formats it can score;
         explicit points are taken as given (the run refuses one that cannot be scored).
         """
@@ -465,10 +464,10 @@ class RunConfig:
     def _check_code_execution(self) -> None:
         """A run that would score generated code (the ``humaneval`` dataset with
         ``generate``) needs ``allow_code_execution = true``."""
-        from psens.datasets import _canonical
+        from psens.datasets import canonical_name
 
         if self.generate and not self.allow_code_execution:
-            if _canonical(str(self.dataset), WHERE)[0] == "humaneval":
+            if canonical_name(str(self.dataset), WHERE)[0] == "humaneval":
                 fail(
                     WHERE,
                     f"dataset = {self.dataset!r} is scored by running the generated code, and "
@@ -761,9 +760,9 @@ def _formats(spec: str, answer: str = DEFAULT_ANSWER, models: str | None = None)
     """The formats of a ``templates`` format space (cached: sampling is deterministic); in
     a cloze run, distinct in their cloze forms; with ``models`` (``[models, cache_dir,
     trust_remote_code]`` as JSON) in a letter run, only formats every model's tokenizer can
-    score (:func:`psens.formats.grammar.scorable`; a cloze run scores no label)."""
+    score (:func:`psens.formats.tokens.scorable`; a cloze run scores no label)."""
     from psens.formats import formats_from_spec
-    from psens.formats.grammar import scorable
+    from psens.formats.tokens import scorable
 
     answer = answer if answer in ANSWERS else "letter"
     usable = None
@@ -833,7 +832,7 @@ def parse_scheduler(scheduler: str) -> tuple[str, Any]:
     ``local:N`` (1 <= N <= this machine's cores) or ``("tcp", (host, port))`` for
     ``tcp://host:port``; anything else is refused in one line (whether dask-cuda and a GPU
     are there, and whether a ``tcp://`` address is a dask scheduler, is checked before the
-    run, :func:`psens.runner._check_scheduler`).
+    run, :func:`psens.runner.check_scheduler`).
 
     Examples
     --------
@@ -890,21 +889,6 @@ def apply_preset(raw: dict[str, Any]) -> dict[str, Any]:
             continue
         out[key] = copy.deepcopy(value)
     return out
-
-
-def check_keys(raw: Any, names: list[str], required: tuple[str, ...], where: str = WHERE) -> None:
-    """Refuse a config that is not a mapping, has an unknown key (naming the closest valid
-    key) or lacks a required key."""
-    if not isinstance(raw, dict):
-        fail(where, f"a config must be a mapping, got {type(raw).__name__}", "Pass a dict")
-    for key in raw:
-        if key not in names:
-            close = difflib.get_close_matches(str(key), names, n=1)
-            hint = f"Did you mean {close[0]!r}?" if close else f"Valid keys: {names}"
-            fail(where, f"unknown key {shown(key)}", hint.rstrip("?."))
-    for key in required:
-        if key not in raw:
-            fail(where, f"the required key {shown(key)} is missing", f"Add {key} = ...")
 
 
 def load_config(path: str | os.PathLike) -> RunConfig:

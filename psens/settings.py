@@ -41,6 +41,7 @@ __all__ = [
     "RunSettings",
     "run_config",
     "run_settings",
+    "tau_of",
 ]
 
 #: the salience threshold of a run that names none (IPS paper §3.2: τ = 0.1)
@@ -196,3 +197,16 @@ def run_settings(ds_or_attrs: Any) -> RunSettings:
         answer=str(attrs.get("answer") or DEFAULT_ANSWER),
         cloze_norm=str(attrs.get("cloze_norm") or DEFAULT_CLOZE_NORM),
     )
+
+
+def tau_of(ds_or_attrs: Any, tau: float | None = None) -> float | Any:
+    """``tau`` when given, else the salience threshold the run was made with
+    (:func:`run_settings`; :data:`DEFAULT_TAU` for a run that records none, or for arrays).
+    Every ``psens.ips`` function that takes a run reads its τ through this.
+
+    Examples
+    --------
+    >>> tau_of({"tau": 0.2}), tau_of({"tau": 0.2}, 0.05), tau_of({})
+    (0.2, 0.05, 0.1)
+    """
+    return run_settings(ds_or_attrs).tau if tau is None else tau

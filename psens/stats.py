@@ -43,6 +43,8 @@ __all__ = [
     "bootstrap_means",
     "choice_bootstrap_means",
     "kendall_matrix",
+    "majority_answer",
+    "paired_core",
     "paired_test",
     "percentile_ci",
     "rank_agreement",
@@ -151,11 +153,11 @@ def paired_test(
     flips = sign_flips(n, n_perm, rng)
     both = np.isfinite(a) & np.isfinite(b)
     aa, bb = np.where(both, a, np.nan), np.where(both, b, np.nan)
-    out = _paired_core(aa, bb, counts, flips, ci)
+    out = paired_core(aa, bb, counts, flips, ci)
     return out
 
 
-def _paired_core(a, b, counts, flips, ci) -> dict[str, np.ndarray]:
+def paired_core(a, b, counts, flips, ci) -> dict[str, np.ndarray]:
     """Core of :func:`paired_test` with pre-drawn counts/flips; a, b NaN where unpaired."""
     valid = np.isfinite(a)
     k = valid.sum(axis=-1)
@@ -253,3 +255,22 @@ def rank_agreement(values: np.ndarray, *, top_k: int = 10) -> dict[str, np.ndarr
         "top_k": (member.T @ member) / k,
         "ranks": ranks,
     }
+
+
+def majority_answer(answers) -> tuple[str, float, int]:
+    """The most frequent of ``answers`` (``""``, None and NaN are no answer), its share of
+    the answers given, and how many were given: ``("", nan, 0)`` when none.
+
+    Examples
+    --------
+    >>> majority_answer(["A", "A", "B", "", None, "A"])
+    ('A', 0.75, 4)
+    """
+    flat = np.ravel(np.asarray(answers, dtype=object))
+    answers = np.asarray(["" if a is None or a != a else str(a).strip() for a in flat], object)
+    answers = answers[answers != ""]
+    if not answers.size:
+        return "", float("nan"), 0
+    values, counts = np.unique(answers.astype(str), return_counts=True)
+    top = int(np.argmax(counts))
+    return str(values[top]), float(counts[top] / counts.sum()), int(counts.sum())

@@ -221,7 +221,7 @@ def assert_run_equal(a, b, *, check_attrs: bool = True) -> None:
     """
     import xarray as xr
 
-    from psens.ips.labels import label_run
+    from psens.store.labels import label_run
 
     # an opened run and a built one carry the same labels: compare like with like
     a, b = label_run(a).load(), label_run(b).load()

@@ -7,7 +7,7 @@ SensJ, EAS, zones, judge factor effects; subjective PSS: ``S_i``). When
 (greedy decoding) and the new parser's verdicts; this script gives that result without
 calling any model: :func:`psens.method_runs.reread_verdicts` re-reads the stored replies and
 recomputes what depends on them, and the file is rewritten the way a run writes it
-(:func:`psens._runfile.write`: a hidden sibling renamed into place). Every other variable,
+(:func:`psens.store.write_method_run`: a hidden sibling renamed into place). Every other variable,
 coordinate and attr is kept. A file whose verdicts already are the parser's is left as it is.
 
     python scripts/reparse_judged.py data/runs/eas.nc data/runs/pss-alpaca.nc
@@ -34,8 +34,9 @@ def changes(before, after) -> Counter:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import psens
     from psens import method_runs
-    from psens._runfile import write
+    from psens.store import write_method_run
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path, help="EAS or subjective PSS run files")
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stale = 0
     for path in args.files:
-        before = method_runs.open_run(path)
+        before = psens.open_run(path)
         after = method_runs.reread_verdicts(before)
         moved = changes(before, after)
         total = before["judge_status"].size
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         what = ", ".join(f"{n} {a} -> {b}" for (a, b), n in sorted(moved.items()))
         print(f"{path}: {sum(moved.values())} of {total} verdicts change ({what})")
         if not args.check:
-            write(after, path)
+            write_method_run(after, path, overwrite=True)
             print(f"{path}: rewritten")
     return 1 if args.check and stale else 0
 

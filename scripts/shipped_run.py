@@ -45,20 +45,21 @@ def regenerate(config: Path, out: Path) -> dict:
             raise SystemExit(f"{config.name}: {failed} blocks did not finish; not exported")
         store.to_netcdf(ds, out, overwrite=True)
     else:
-        method_runs.run(cfg, out, progress=True)
+        method_runs.run(cfg, out, progress=True, overwrite=True)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     return {"wall": wall, "cpu": cpu, "bytes": out.stat().st_size}
 
 
 def compare(a: Path, b: Path) -> list[str]:
     """Names of the variables and attributes that differ between two exported runs, both
-    read under today's labels (:func:`psens.ips.labels.label_run`: a committed file of an
+    read under today's labels (:func:`psens.store.labels.label_run`: a committed file of an
     earlier psens holds pair numbers and coded format ids)."""
     import numpy as np
     import xarray as xr
 
-    from psens.ips.labels import label_run
     from psens.store import item_targets
+    from psens.store.labels import label_run
+    from psens.store.schema import CHECKSUM_ATTR
 
     with xr.open_datatree(a, engine="h5netcdf") as ta, xr.open_datatree(b, engine="h5netcdf") as tb:
         groups_a = {node.path: label_run(node.to_dataset()) for node in ta.subtree}
@@ -87,6 +88,8 @@ def compare(a: Path, b: Path) -> list[str]:
                     diffs.append(f"{at}{name}")
             for key in sorted(set(x.attrs) | set(y.attrs)):
                 if key in ("run_id", "created"):  # new for every run by design
+                    continue
+                if key == CHECKSUM_ATTR:  # the file's seal: its digests, not run content
                     continue
                 if key == "config" and _same_config(x.attrs.get(key), y.attrs.get(key)):
                     continue

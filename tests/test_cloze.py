@@ -265,7 +265,7 @@ def _refused(tmp_path, monkeypatch, capsys, cfg, match):
     def boom(*a, **k):
         raise AssertionError("a model was loaded")
 
-    monkeypatch.setattr(psens.runner, "_scorer", boom)
+    monkeypatch.setattr(psens.runner, "run_scorer", boom)
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(cfg))
     assert main(["run", str(path), "--no-progress"]) == 2

@@ -275,7 +275,7 @@ def test_new_dataset_aliases():
         ("super_glue:copa", "copa"),
     ]:
         assert datasets.check_split(name, None) == "validation", name
-        assert datasets._canonical(name)[0] == key
+        assert datasets.canonical_name(name)[0] == key
 
 
 @pytest.mark.parametrize(

@@ -74,7 +74,7 @@ def test_estimate_follows_the_measured_time(assets, tmp_path, monkeypatch, capsy
     block matches the time the other blocks then take, not the reference rate."""
     cfg = _config(assets, tmp_path / "run.zarr")
     plan = runner.Plan(RunConfig.from_dict(cfg))
-    scorer = runner._scorer(plan.cfg, plan.cfg.model_specs[0])
+    scorer = runner.run_scorer(plan.cfg, plan.cfg.model_specs[0])
     blocks = {s: runner.compute_block(scorer, plan, s) for s in range(3)}  # computed up front
     took: dict[int, float] = {}
 

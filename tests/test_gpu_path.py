@@ -63,8 +63,10 @@ def test_auto_placement_gives_the_default_values(assets, default_run, tmp_path, 
         cfg["store"], 0, 1, {"status": psens.store.PENDING}, run_id=ds.attrs["run_id"]
     )
     used = []
-    real = runner._scorer
-    monkeypatch.setattr(runner, "_scorer", lambda c, *a: used.append(c.batch_size) or real(c, *a))
+    real = runner.run_scorer
+    monkeypatch.setattr(
+        runner, "run_scorer", lambda c, *a: used.append(c.batch_size) or real(c, *a)
+    )
     again = psens.run(cfg, progress=False, quiet=True).load()
     assert used and set(used) == {3} and again.attrs["batch_size"] == 3
     _same_values(default_run, again)

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from psens import method_runs, store
+import psens
+from psens import store
 from psens.pss import subjective
 from psens.synthetic import synthetic_run
 
@@ -31,11 +32,9 @@ def export(tmp_path_factory):
 @pytest.fixture(scope="module")
 def method_run(tmp_path_factory):
     """A subjective PSS run file (a method run)."""
-    from psens._runfile import write
-
     ds = subjective.synthetic_run(n_samples=3)
     ds.attrs["synthetic"] = 1  # netCDF has no booleans
-    return write(ds, tmp_path_factory.mktemp("m") / "s.nc")
+    return store.write_method_run(ds, tmp_path_factory.mktemp("m") / "s.nc")
 
 
 def _craft(src: Path, out: Path, name: str, kind: str) -> Path:
@@ -104,9 +103,9 @@ def test_an_ips_export_reading_another_file_is_refused(export, tmp_path, kind, c
 @pytest.mark.parametrize("kind", ["external", "virtual"])
 def test_a_method_run_reading_another_file_is_refused(method_run, tmp_path, kind):
     crafted = _craft(method_run, tmp_path / "m.nc", "prompt", kind)
-    assert method_runs.method_of(crafted) == "subjective"
+    assert store.method_of(crafted) == "subjective"
     with pytest.raises(ValueError, match=r"external file|virtual dataset") as err:
-        method_runs.open_run(crafted)
+        psens.open_run(crafted)
     assert "\n" not in str(err.value)
 
 
@@ -153,4 +152,4 @@ def test_the_files_psens_writes_pass(export, method_run):
     for path in [export, method_run, *shipped]:
         check_netcdf_storage(path, "test")  # raises on a refusal
     assert store.open_run(export, verify=True)["prompt"].values[0, 0]
-    assert method_runs.open_run(method_run)["prompt"].values[0, 0]
+    assert psens.open_run(method_run)["prompt"].values[0, 0]

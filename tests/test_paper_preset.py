@@ -109,7 +109,7 @@ def test_bad_values_are_refused_before_any_store(tmp_path, monkeypatch, capsys, 
     def boom(*a, **k):
         raise AssertionError("a model was loaded")
 
-    monkeypatch.setattr(psens.runner, "_scorer", boom)
+    monkeypatch.setattr(psens.runner, "run_scorer", boom)
     store = tmp_path / "r.zarr"
     lines = [f'store = "{store}"', 'models = ["smollm2-135m-instruct"]']
     lines += ['dataset = "arc-challenge"', "samples = 2"]

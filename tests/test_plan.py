@@ -58,7 +58,7 @@ def test_flop_formula_literal():
     m = rp.models[0]
     p = Plan(cfg)
     tree, full = runner.prompt_work(p)
-    flop = runner._model_scale(cfg.model_specs[0])  # non-embedding: 30 x 3.54M = 106M
+    flop = runner.model_scale(cfg.model_specs[0])  # non-embedding: 30 x 3.54M = 106M
     assert flop == pytest.approx(30 * (2 * 576 * 576 + 2 * 576 * 192 + 3 * 576 * 1536))
     literal = 2 * flop * (tree.sum() + full.sum()) / plan_mod.THROUGHPUT["cpu"]["float32"]
     assert m.seconds == pytest.approx(literal + 10.0)  # and one load

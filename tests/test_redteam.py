@@ -38,7 +38,7 @@ def test_export_refuses_to_overwrite_a_file_it_did_not_write(saved, tmp_path, ca
     assert main(["export", str(saved), str(cfg)]) == 2
     assert "exists" in _one_line(capsys.readouterr().err)
     assert main(["export", str(saved), str(cfg), "--overwrite"]) == 2
-    assert "not a psens export" in _one_line(capsys.readouterr().err)
+    assert "not a psens run" in _one_line(capsys.readouterr().err)
     assert cfg.read_text() == 'store = "x.zarr"\n'  # untouched
 
 

@@ -142,7 +142,7 @@ def test_bad_config_fails_before_loading_a_model(
     def boom(*a, **k):
         raise AssertionError("a model was loaded")
 
-    monkeypatch.setattr(psens.runner, "_scorer", boom)
+    monkeypatch.setattr(psens.runner, "run_scorer", boom)
     cfg = _config(assets, tmp_path / "r.zarr")
     cfg.update(change)
     assert main(["run", str(_toml(cfg, tmp_path / "c.toml"))]) == 2
@@ -346,14 +346,14 @@ def test_kill_during_creation_then_run_is_identical(assets, tmp_path, serial_run
 def test_failed_retry_of_an_interrupted_block_holds_nan(assets, tmp_path, monkeypatch, capsys):
     import psens.runner
     from psens.config import RunConfig
-    from psens.runner import Plan, _scorer, run
+    from psens.runner import Plan, run, run_scorer
 
     real = psens.runner.compute_block
     out = tmp_path / "r.zarr"
     ds = run(_config(assets, out), progress=False, quiet=True)
     # an attempt that wrote block 1's numbers and died before its status
     cfg = RunConfig.from_any(_config(assets, out))
-    block = real(_scorer(cfg, cfg.model_specs[0]), Plan(cfg), 1)
+    block = real(run_scorer(cfg, cfg.model_specs[0]), Plan(cfg), 1)
     store.write_block(out, 0, 1, {**block, "status": store.PENDING}, run_id=ds.attrs["run_id"])
     assert np.isfinite(store.open_run(out).v.values[0, 1, :, 0]).all()
 
@@ -405,7 +405,7 @@ def _refused(assets, tmp_path, monkeypatch, capsys, change, match, *, suffix="to
     def boom(*a, **k):
         raise AssertionError("a model was loaded")
 
-    monkeypatch.setattr(psens.runner, "_scorer", boom)
+    monkeypatch.setattr(psens.runner, "run_scorer", boom)
     cfg = _config(assets, tmp_path / "r.zarr")
     cfg.update(change)
     if suffix == "toml":
@@ -681,13 +681,13 @@ def test_local_folder_named_like_a_table_model_is_loaded(assets, tmp_path, monke
     import shutil
 
     from psens.config import RunConfig
-    from psens.runner import _scorer
+    from psens.runner import run_scorer
 
     monkeypatch.chdir(tmp_path)
     for name in ("llama-2-7b", "./Llama-2-7b-hf"):
         shutil.copytree(assets["model"], tmp_path / name, dirs_exist_ok=True)
         cfg = RunConfig.from_any(_config(assets, tmp_path / "r.zarr", models=[name]))
-        scorer = _scorer(cfg, cfg.model_specs[0])
+        scorer = run_scorer(cfg, cfg.model_specs[0])
         assert Path(scorer.info["source"]).resolve() == (tmp_path / name).resolve()
 
 

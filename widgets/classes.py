@@ -11,8 +11,8 @@ import traitlets
 
 from psens._validation import fail
 from psens.ips.charts import classes_chart
-from psens.ips.pairs import pair_label, resolve_pair
 from psens.ips.tables import ORDER_LEVELS, class_table
+from psens.store.pairs import pair_label, resolve_pair
 
 from ._base import ChartWidget, check_run
 

@@ -45,7 +45,7 @@ from typing import Any
 
 import pandas as pd
 
-from psens._runfile import MethodConfig, check_models, method_attrs
+from psens._runfile import MethodConfig, check_models, method_attrs, say, start, steps
 from psens._validation import check_in_interval, check_positive_int, fail
 
 __all__ = ["CONFIG", "METHOD", "DBSAConfig", "read_prompts", "results", "run", "summarize"]
@@ -159,27 +159,32 @@ def _embedder():
     return D.load_embedder()
 
 
-def run(cfg: DBSAConfig, out: str | Path | None = None, *, progress: bool = True):
+def run(
+    cfg: DBSAConfig,
+    out: str | Path | None = None,
+    *,
+    progress: bool = True,
+    overwrite: bool = False,
+):
     """Sample, embed and test every (text, model) of ``cfg``; write the DataTree to ``out``
-    (default ``cfg.store``) and return it."""
+    (default ``cfg.store``; an existing file only with ``overwrite`` and when it is a psens
+    run file) and return it. Progress goes to stderr."""
     import xarray as xr
 
     from psens import dbsa as D
-    from psens._runfile import set_threads, write
+    from psens.store import write_method_run
 
-    cfg.check()
-    set_threads(cfg.threads)
+    path = start(cfg, out, overwrite=overwrite)
     texts, neighbours = read_prompts(cfg.prompts)
     embedder = _embedder()
     groups: dict[str, Any] = {"/": xr.Dataset(attrs=method_attrs(METHOD, cfg))}
-    for model in cfg.models:
+    for model in steps(cfg.models, method=METHOD, progress=progress):
         backend = _backend(model, cfg)
         sampler = D.CachedSampler(
             backend, model=model, temperature=cfg.temperature, max_tokens=cfg.max_tokens
         )
         for name in cfg.text_names:
-            if progress:
-                print(f"dbsa: {model} on {name}", flush=True)
+            say(f"dbsa: {model} on {name}", progress)
             ds = D.dbsa(
                 texts[name],
                 sampler,
@@ -198,7 +203,7 @@ def run(cfg: DBSAConfig, out: str | Path | None = None, *, progress: bool = True
             groups[f"/{name}/{model}"] = ds
         del backend, sampler
     tree = xr.DataTree.from_dict(groups)
-    write(tree, out or cfg.store)
+    write_method_run(tree, path, overwrite=overwrite)
     return tree
 
 

@@ -46,7 +46,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from psens._runfile import MethodConfig, check_dataset_names, check_models, method_attrs
+from psens._runfile import (
+    MethodConfig,
+    check_dataset_names,
+    check_models,
+    method_attrs,
+    say,
+    start,
+    steps,
+)
 from psens._validation import check_positive_int, fail
 
 __all__ = ["CONFIG", "METHOD", "EASConfig", "reread", "rows", "run", "summarize"]
@@ -111,22 +119,12 @@ CONFIG = EASConfig
 
 
 def _items(cfg: EASConfig) -> dict[str, list]:
-    """The items of every dataset: the seeded choice of :func:`psens.runner.select_items`."""
-    from types import SimpleNamespace
-
-    from psens.runner import select_items
+    """The items of every dataset: the seeded choice of an IPS run
+    (:func:`psens.datasets.choose`)."""
+    from psens import datasets
 
     return {
-        name: select_items(
-            SimpleNamespace(  # the item selection of an IPS run (no IPS templates to fit)
-                dataset=name,
-                split=None,
-                dataset_path=None,
-                samples=cfg.samples,
-                seed=cfg.seed,
-                template_names=(),
-            )
-        )
+        name: datasets.choose(datasets.load(name), cfg.samples, cfg.seed, name)
         for name in cfg.datasets
     }
 
@@ -155,7 +153,7 @@ def generate(cfg: EASConfig, *, progress: bool = True) -> pd.DataFrame:
     if len(set(ids)) != len(ids):
         fail(WHERE, "two datasets share an item id", "Run them as separate configs")
     parts = []
-    for model in cfg.models:
+    for model in steps(cfg.models, method=METHOD, progress=progress):
         gen = _generator(model, cfg, cfg.max_new_tokens)
         rows = pd.concat(
             [
@@ -164,15 +162,13 @@ def generate(cfg: EASConfig, *, progress: bool = True) -> pd.DataFrame:
             ],
             ignore_index=True,
         )
-        if progress:
-            print(f"eas: {model}: {len(rows)} generations", flush=True)
+        say(f"eas: {model}: {len(rows)} generations", progress)
         parts.append(
             eas.generate_responses(rows, gen, max_tokens=cfg.max_new_tokens, temperature=0)
         )
         del gen
     judged = pd.concat(parts, ignore_index=True)
-    if progress:
-        print(f"eas: judge {cfg.judge}: {len(judged)} verdicts", flush=True)
+    say(f"eas: judge {cfg.judge}: {len(judged)} verdicts", progress)
     judge = CallableJudge(
         _generator(cfg.judge, cfg, cfg.judge_max_new_tokens),
         mode=JUDGE_MODE,
@@ -322,16 +318,22 @@ def rows(ds) -> pd.DataFrame:
     return pd.DataFrame.from_records(records)
 
 
-def run(cfg: EASConfig, out: str | Path | None = None, *, progress: bool = True):
+def run(
+    cfg: EASConfig,
+    out: str | Path | None = None,
+    *,
+    progress: bool = True,
+    overwrite: bool = False,
+):
     """Generate, judge and score the run of ``cfg``; write it to ``out`` (default
-    ``cfg.store``, a netCDF file) and return the Dataset."""
-    from psens._runfile import set_threads, write
+    ``cfg.store``, a netCDF file; an existing one only with ``overwrite`` and when it is a
+    psens run file) and return the Dataset. Progress goes to stderr."""
+    from psens.store import write_method_run
 
-    cfg.check()
-    set_threads(cfg.threads)
+    path = start(cfg, out, overwrite=overwrite)
     judged = generate(cfg, progress=progress)
     ds = to_dataset(judged, cfg)
-    write(ds, out or cfg.store)
+    write_method_run(ds, path, overwrite=overwrite)
     return ds
 
 

@@ -5,6 +5,8 @@
   :class:`Format` (one point, hashable, with a stable id), named :class:`Grammar`\\ s
   (subspaces: ``default``, ``ips``, ``eas``), ``sample(k, seed)`` and ``neighbours(f)``.
   A format is a :class:`psens.prompts.Template`, so every method accepts it by its id.
+* :mod:`psens.formats.tokens` — which formats a model's tokenizer can score (distinct answer
+  tokens for the option labels: :func:`scorable`);
 * :mod:`psens.formats.analysis` — accuracy per format and its spread (bootstrap CI over
   items, permutation noise floor), one-change pairs, IPS and accuracy change by format
   dimension, PSS;
@@ -25,8 +27,19 @@ References
    Sensitivity of LLMs Using Interactions." ICML 2026. arXiv:2608.18539.
 """
 
-from psens.formats import analysis, grammar, published, search
+from psens.formats import analysis, grammar, published, search, tokens
 from psens.formats.grammar import *  # noqa: F403 (the names of grammar.__all__)
 from psens.formats.published import mind_your_format
+from psens.formats.tokens import PROBE, scorable, scorable_enums
 
-__all__ = ["analysis", "mind_your_format", "published", "search", *grammar.__all__]
+__all__ = [
+    "PROBE",
+    "analysis",
+    "mind_your_format",
+    "published",
+    "scorable",
+    "scorable_enums",
+    "search",
+    "tokens",
+    *grammar.__all__,
+]

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from psens._validation import check_positive_int, fail
-from psens.settings import run_settings
+from psens.settings import tau_of
 from psens.stats import bootstrap_means, percentile_ci, resample_counts
 
 __all__ = [
@@ -305,7 +305,7 @@ def dimension_sensitivity(
             "no two templates of the run differ in exactly one dimension",
             "Sample with design='walk' (the default) or list points one change apart",
         )
-    tau = run_settings(ds).tau if tau is None else tau
+    tau = tau_of(ds, tau)
     per_pair = sample_ips(ds, tau, orders=ORDER_LEVELS, per_pair=True)
     if "shot" in per_pair.dims:
         per_pair = per_pair.sel(shot=shot) if shot is not None else per_pair.isel(shot=0)

@@ -40,7 +40,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from psens._validation import check_positive_int, fail, shown
-from psens.datasets import Item
 from psens.prompts import RESOLVERS, Template, cloze_form
 from psens.variants import EAS_ROLE
 
@@ -49,7 +48,6 @@ __all__ = [
     "DIMENSIONS",
     "GRAMMARS",
     "IPS_POINTS",
-    "PROBE",
     "Dimension",
     "Format",
     "Grammar",
@@ -60,8 +58,6 @@ __all__ = [
     "get_grammar",
     "neighbours",
     "sample",
-    "scorable",
-    "scorable_enums",
 ]
 
 #: the characters of earlier ids: one per dimension, the index of its value
@@ -474,8 +470,8 @@ class Grammar:
         """``k`` distinct formats (distinct renderings), reproducible from ``seed``.
 
         ``usable``: only formats it accepts are drawn (a run passes "every model of the run
-        can score it", :func:`scorable`); where it accepts every format, the draw is the one
-        without it.
+        can score it", :func:`psens.formats.tokens.scorable`); where it accepts every
+        format, the draw is the one without it.
 
         ``design="random"`` draws points uniformly without replacement (as FormatSpread
         does); ``design="walk"`` (default) starts at a random point and adds, one at a time,
@@ -613,32 +609,6 @@ def eas_point(template_id: str) -> Format:
         directive=("none", "only-label")[fac["fmt"]],
         cue=("none", "Answer")[fac["prefix"]],
     )
-
-
-#: The item on which :func:`scorable` checks a format's answer tokens: three options, as
-#: few as a tokenizer that splits a label from its space (``" a"`` -> ``" "`` + ``"a"``)
-#: needs to collide; an item with more options is checked again by the run.
-PROBE = Item(
-    "psens-probe", "Which of these is a number?", (("A", "one"), ("B", "red"), ("C", "cat")), "A"
-)
-
-
-def scorable(f: Format, tokenizers: Sequence, item: Item = PROBE) -> bool:
-    """Whether every tokenizer gives the option labels of ``f`` distinct answer tokens
-    (:func:`psens.models.scorer.labels_apart` on ``item``, :data:`PROBE` by default): a
-    tokenizer that reads ``" a"`` as ``" "`` + ``"a"`` cannot score lowercase labels."""
-    from psens.models.scorer import labels_apart
-
-    t = f.template()
-    return all(labels_apart(tok, item, t) for tok in tokenizers)
-
-
-def scorable_enums(f: Format, tokenizer, item: Item = PROBE) -> list[str]:
-    """The enumerations (``enum`` values) with which ``f``'s option labels begin with
-    distinct answer tokens under ``tokenizer`` on ``item``: what a run names when it refuses
-    a format it cannot score."""
-    enums = _BY_NAME["enum"].names
-    return [v for v in enums if scorable(f.replace(enum=v), [tokenizer], item)]
 
 
 def formats_from_spec(

@@ -62,6 +62,9 @@ __all__ = [
     "SparseAndOr",
     "SparseInteractions",
     "as_bits",
+    "check_budget",
+    "check_memory",
+    "check_seed",
     "downward_closure",
     "fit_queries",
     "fourier_to_mobius",
@@ -500,7 +503,7 @@ def _check_values(y: np.ndarray, where: str) -> None:
         )
 
 
-def _check_seed(seed, where: str) -> int:
+def check_seed(seed, where: str) -> int:
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         fail(where, f"seed={seed!r} is not a non-negative integer", "Pass e.g. seed=0")
     return int(seed)
@@ -523,15 +526,15 @@ def _memory_per_query(n: int, method: str, degree: int | None, max_features: int
     return design + 8 * 8 * n  # shapiq's designs: float rows of n entries, a few at once
 
 
-def _check_memory(
+def check_memory(
     budget: int, n: int, method: str, degree: int | None, max_features: int, where: str
 ) -> None:
     """Refuse a budget whose arrays would not fit in the available RAM, before any is made,
     naming the largest budget that fits."""
-    from psens.models.scorer import _available_ram
+    from psens.models import hardware
 
     per_query = _memory_per_query(n, method, degree, max_features)
-    have = MEMORY_SHARE * _available_ram()
+    have = MEMORY_SHARE * hardware.available_ram()
     if budget * per_query <= have:
         return
     most = int(have // per_query)
@@ -549,7 +552,7 @@ def _check_memory(
     )
 
 
-def _check_budget(budget, n: int, where: str) -> int:
+def check_budget(budget, n: int, where: str) -> int:
     if isinstance(budget, bool) or not isinstance(budget, int | np.integer):
         fail(where, f"budget={budget!r} is not an integer", "Pass a query count, e.g. 500")
     budget = int(budget)
@@ -607,13 +610,13 @@ def recover(
     n = _check_n(n, where)
     if method not in METHODS:
         fail(where, f"method={method!r} is unknown", f"Use one of {METHODS}")
-    budget = _check_budget(budget, n, where)
+    budget = check_budget(budget, n, where)
     batch = check_positive_int(batch, where, "batch")
     max_features = check_positive_int(max_features, where, "max_features")
-    seed = _check_seed(seed, where)
+    seed = check_seed(seed, where)
     if degree is not None:
         degree = check_positive_int(degree, where, "degree")
-    _check_memory(budget, n, method, degree, max_features, where)  # before any allocation
+    check_memory(budget, n, method, degree, max_features, where)  # before any allocation
     rec = _Recorder(game, n)
 
     def query(bits: np.ndarray) -> np.ndarray:
@@ -725,7 +728,7 @@ def fit_queries(
         fail(where, "values must be one finite number per mask", "Pass v at the masks")
     _check_values(y, where)
     max_features = check_positive_int(max_features, where, "max_features")
-    seed = _check_seed(seed, where)
+    seed = check_seed(seed, where)
     budget, n = bits.shape
     if budget < MIN_BUDGET:
         fail(where, f"{budget} queries are fewer than {MIN_BUDGET}", "Query more masks")

@@ -11,10 +11,11 @@ The numerical core (AND-OR interactions, Möbius transforms, the γ split of eq.
   (precision, jitter) and a per-model test of template IPS against it;
 * :mod:`psens.ips.solvers` — how IPS moves with the AND-OR solver (canonical, exact, SGD,
   random optimal vertices): :func:`solver_sensitivity` and :func:`solver_table`;
-* :mod:`psens.ips.pairs` — the ``pair`` coordinate of runs and IPS results, labelled
-  ``"a|b"`` and selectable by name (``res.sel(pair="ips1|ips2")``, also ``"ips2-ips1"``);
-* :mod:`psens.ips.labels` — what every run is read under: pair labels, the
-  ``order_band(sample, subset)`` coordinate (low/mid/high), readable format ids;
+* :mod:`psens.store.pairs` (also ``psens.ips.pairs``) — the ``pair`` coordinate of runs and
+  IPS results, labelled ``"a|b"`` and selectable by name (``res.sel(pair="ips1|ips2")``, also
+  ``"ips2-ips1"``);
+* :mod:`psens.store.labels` (also ``psens.ips.labels``) — what every run is read under: pair
+  labels, the ``order_band(sample, subset)`` coordinate (low/mid/high), readable format ids;
 * :mod:`psens.ips.accessor` — ``ds.psens``: words of a subset, template pairs by name, a tidy
   :meth:`~psens.ips.accessor.PsensAccessor.to_frame` (one row per interaction);
 * :mod:`psens.ips.charts` — altair charts of those tables (needs the ``widgets`` extra);
@@ -29,7 +30,9 @@ References
    on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
 """
 
-from psens.ips import accessor, factors, floor, labels, pairs, solvers, tables
+import sys as _sys
+
+from psens.ips import accessor, factors, floor, solvers, tables
 from psens.ips.metric import (
     CLASSES,
     ORDER_LEVELS,
@@ -55,6 +58,12 @@ from psens.ips.metric import (
     topk_matching_error,
 )
 from psens.ips.solvers import solver_sensitivity, solver_table
+from psens.store import labels, pairs
+
+# the pair coordinate and the labels a run is read under are part of the run schema
+# (psens.store.pairs, psens.store.labels): the old names still work
+_sys.modules["psens.ips.pairs"] = pairs
+_sys.modules["psens.ips.labels"] = labels
 
 __all__ = [
     "CLASSES",

@@ -38,9 +38,9 @@ from psens.ips.metric import (
     order_of_subsets,
     select_solver,
 )
-from psens.ips.pairs import pair_label, resolve_pair
 from psens.ips.tables import subset_label
-from psens.settings import DEFAULT_TAU, run_settings
+from psens.settings import run_settings, tau_of
+from psens.store.pairs import pair_label, resolve_pair
 
 __all__ = ["PsensAccessor", "PsensArrayAccessor", "tidy_frame"]
 
@@ -111,7 +111,7 @@ class PsensAccessor:
 
         Either two template names (``pair("ips4", "ips1")``) or one pair name in either order
         with ``|`` or ``-`` (``pair("ips1|ips4")``, ``pair("ips4-ips1")``); see
-        :func:`psens.ips.pairs.resolve_pair`.
+        :func:`psens.store.pairs.resolve_pair`.
         """
         ds = self._ds
         _check_run(ds, "ds.psens.pair", ["template_a", "template_b"])
@@ -153,7 +153,7 @@ class PsensAccessor:
 
     def to_frame(
         self,
-        tau: float = DEFAULT_TAU,
+        tau: float | None = None,
         *,
         salient_only: bool = False,
         order: str | None = None,
@@ -166,7 +166,8 @@ class PsensAccessor:
         Parameters
         ----------
         tau : float in (0, 1)
-            Salience threshold on :math:`|\tilde I|` (IPS paper §4.1; 0.1).
+            Salience threshold on :math:`|\tilde I|` (IPS paper §4.1); default: the run's
+            own (:func:`psens.settings.tau_of`).
         salient_only : bool
             Keep only salient interactions.
         order : {"all", "low", "mid", "high"}, optional
@@ -188,6 +189,7 @@ class PsensAccessor:
             repeated (join on ``sample``/``template`` when needed). Pending and failed blocks
             (NaN interactions) give no rows.
         """
+        tau = tau_of(self._ds, tau)
         ds = self._ds
         where = "ds.psens.to_frame"
         if not {"I_and", "I_or"} & set(ds.variables) and ds.data_vars:

@@ -42,7 +42,7 @@ import numpy as np
 
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.ips.metric import ORDER_LEVELS, ips, nanmean
-from psens.settings import DEFAULT_NORMALIZATION, DEFAULT_SOLVER, DEFAULT_TAU, run_settings
+from psens.settings import DEFAULT_NORMALIZATION, DEFAULT_SOLVER, DEFAULT_TAU, run_settings, tau_of
 
 __all__ = [
     "PRECISION_SIGMA",
@@ -192,7 +192,7 @@ def _split(ds, solver: str | None, tau: float | None) -> tuple[str, dict | None,
     if solver is None:  # the run's own split, with its settings
         solver = run.solver
         settings = run.and_or_kwargs(solver)
-    return solver, settings, run.tau if tau is None else float(tau)
+    return solver, settings, float(tau_of(ds, tau))
 
 
 def _by_games(ds, orders: list[str], floor_of, where: str):

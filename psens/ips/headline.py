@@ -47,7 +47,8 @@ import pandas as pd
 
 from psens._charts import is_synthetic, mark_synthetic
 from psens.ips.metric import ORDER_LEVELS, block_status
-from psens.settings import run_config, run_settings
+from psens.settings import run_config, run_settings, tau_of
+from psens.stats import majority_answer
 from psens.store import DONE
 
 __all__ = [
@@ -61,7 +62,6 @@ __all__ = [
     "headline",
     "headline_lines",
     "headlines",
-    "majority_answer",
 ]
 
 #: A model whose most frequent answer exceeds this share of its predictions is flagged.
@@ -114,25 +114,6 @@ def _pools_text(p: dict) -> str:
     where = " ".join(x for x in (p["dataset"], p["split"]) if x)
     parts.append(f"{p['items']} items" + (f" of {where}" if where else ""))
     return ", ".join(parts)
-
-
-def majority_answer(answers) -> tuple[str, float, int]:
-    """The most frequent of ``answers`` (``""``, None and NaN are no answer), its share of
-    the answers given, and how many were given: ``("", nan, 0)`` when none.
-
-    Examples
-    --------
-    >>> majority_answer(["A", "A", "B", "", None, "A"])
-    ('A', 0.75, 4)
-    """
-    flat = np.ravel(np.asarray(answers, dtype=object))
-    answers = np.asarray(["" if a is None or a != a else str(a).strip() for a in flat], object)
-    answers = answers[answers != ""]
-    if not answers.size:
-        return "", float("nan"), 0
-    values, counts = np.unique(answers.astype(str), return_counts=True)
-    top = int(np.argmax(counts))
-    return str(values[top]), float(counts[top] / counts.sum()), int(counts.sum())
 
 
 #: The caveat of a model whose majority answer at k > 0 shots is a few-shot example's answer
@@ -339,7 +320,7 @@ def headlines(
     status = block_status(ds)
     if status is not None and "prediction" in ds.variables:  # unfinished blocks do not count
         ds = ds.assign(prediction=ds["prediction"].where(ds["status"] == DONE, ""))
-    tau = run_settings(ds).tau if tau is None else float(tau)
+    tau = float(tau_of(ds, tau))
     if "shot" in ds.dims:
         have = [int(s) for s in ds["shot"].values]
         shots = have if shots is None else [int(s) for s in shots]

@@ -36,10 +36,16 @@ import numpy as np
 
 from psens._validation import check_game, check_in_interval, check_same_shape, fail
 from psens.interactions.transforms import reconstruct
-from psens.ips.labels import order_band, order_of_subsets
-from psens.ips.pairs import label_array, pair_coords, pair_label
-from psens.settings import DEFAULT_NORMALIZATION, DEFAULT_TAU, NORMALIZATIONS, run_settings
+from psens.settings import (
+    DEFAULT_NORMALIZATION,
+    DEFAULT_TAU,
+    NORMALIZATIONS,
+    run_settings,
+    tau_of,
+)
 from psens.store import DONE, FAILED, PENDING
+from psens.store.labels import order_band, order_of_subsets
+from psens.store.pairs import label_array, pair_coords, pair_label
 
 __all__ = [
     "CLASSES",
@@ -284,10 +290,11 @@ def _is_dataset(obj) -> bool:
     return type(obj).__name__ == "Dataset"
 
 
-def _dataset_tau(I_or, tau: float, where: str) -> float:
-    """``tau`` of a call with a run Dataset first: ``f(ds, 0.2)`` means ``tau=0.2``."""
+def _dataset_tau(ds, I_or, tau: float | None, where: str) -> float:
+    """``tau`` of a call with a run Dataset first: ``f(ds, 0.2)`` means ``tau=0.2``, and
+    no τ at all means the run's own (:func:`psens.settings.tau_of`)."""
     if I_or is None:
-        return tau
+        return tau_of(ds, tau)
     if np.ndim(I_or) == 0 and isinstance(I_or, int | float | np.floating):
         return float(I_or)
     fail(where, "I_or was given with a run Dataset", f"Pass {where}(ds, tau=..., order=...)")
@@ -397,7 +404,7 @@ def class_masks(a, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def ips_pairs(
     I_and,
     I_or=None,
-    tau: float = DEFAULT_TAU,
+    tau: float | None = None,
     order: Order | None = None,
     *,
     solver: str | None = None,
@@ -416,7 +423,7 @@ def ips_pairs(
     ``solver``'s interactions: :func:`select_solver`). ``normalization`` as for :func:`ips`.
     """
     if _is_dataset(I_and):
-        tau = _dataset_tau(I_or, tau, "ips_pairs")
+        tau = _dataset_tau(I_and, I_or, tau, "ips_pairs")
         order_arg = "all" if order is None else order
         da = sample_ips(
             I_and,
@@ -432,6 +439,7 @@ def ips_pairs(
     _no_solver_for_arrays(solver, "ips_pairs")
     if I_or is None:
         fail("ips_pairs", "I_or is missing", "Pass ips_pairs(I_and, I_or) or ips_pairs(ds)")
+    tau = tau_of(I_and, tau)
     norm = DEFAULT_NORMALIZATION if normalization is None else normalization
     a, b, union = _paired(I_and, I_or, tau, order, "ips", norm)
     smape = ips_term(a, b)
@@ -444,7 +452,7 @@ def ips_pairs(
 def ips(
     I_and,
     I_or=None,
-    tau: float = DEFAULT_TAU,
+    tau: float | None = None,
     order: Order | None = None,
     *,
     solver: str | None = None,
@@ -459,8 +467,9 @@ def ips(
         :class:`xarray.Dataset` as the first argument (with ``I_and``/``I_or`` variables and
         ``template``/``subset`` dims) and leave ``I_or`` out: it is then computed by
         :func:`sample_ips`, block by block, so a lazily opened store is never loaded whole.
-    tau : float in (0, 1)
-        Salience threshold on normalised interactions (paper: 0.1).
+    tau : float in (0, 1), optional
+        Salience threshold on normalised interactions; default: a run's own
+        (:func:`psens.settings.tau_of`), 0.1 (the paper's) for arrays.
     order : {"low", "mid", "high"}, optional
         Restrict to interactions of that order (§4.3).
     solver : str, optional
@@ -491,11 +500,15 @@ def ips(
     """
     if _is_dataset(I_and):
         return _ips_dataset(
-            select_solver(I_and, solver), _dataset_tau(I_or, tau, "ips"), order, normalization
+            select_solver(I_and, solver),
+            _dataset_tau(I_and, I_or, tau, "ips"),
+            order,
+            normalization,
         )
     _no_solver_for_arrays(solver, "ips")
     if I_or is None:
         fail("ips", "I_or is missing", "Pass ips(I_and, I_or) or ips(run_dataset)", TypeError)
+    tau = tau_of(I_and, tau)
     return nanmean(ips_pairs(I_and, I_or, tau, order, normalization=normalization))
 
 
@@ -548,7 +561,7 @@ def aggregate(values, dim: str | int = "sample"):
 def interaction_classes(
     I_and,
     I_or=None,
-    tau: float = DEFAULT_TAU,
+    tau: float | None = None,
     *,
     order: Order | None = None,
     predictions=None,
@@ -590,12 +603,13 @@ def interaction_classes(
                 "predictions were given with a run Dataset",
                 "Leave them out: they come from the run's prediction variable",
             )
-        tau = _dataset_tau(I_or, tau, "interaction_classes")
+        tau = _dataset_tau(I_and, I_or, tau, "interaction_classes")
         norm = _normalization_of(I_and, normalization)
         return _classes_dataset(select_solver(I_and, solver), tau, order, norm)
     _no_solver_for_arrays(solver, "interaction_classes")
     if I_or is None:
         fail("interaction_classes", "I_or is missing", "Pass (I_and, I_or) or a run Dataset")
+    tau = tau_of(I_and, tau)
     norm = DEFAULT_NORMALIZATION if normalization is None else normalization
     a, b, union = _paired(I_and, I_or, tau, order, "interaction_classes", norm)
     counts = np.stack([(c & union).sum(axis=-1) for c in class_masks(a, b)], axis=-1)
@@ -805,7 +819,7 @@ def pair_labels(templates: Sequence[str]) -> list[str]:
 
 def sample_ips(
     ds,
-    tau: float | Sequence[float] = DEFAULT_TAU,
+    tau: float | Sequence[float] | None = None,
     *,
     orders: Sequence[str] | str = ORDER_LEVELS,
     templates: Sequence[str] | None = None,
@@ -827,8 +841,9 @@ def sample_ips(
     ds : xarray.Dataset
         A run (``I_and``, ``I_or`` over ``model, sample, [shot,] template, subset``) or a
         slice of one; a missing ``model`` or ``sample`` dim is left out of the result.
-    tau : float or sequence of float in (0, 1)
-        Salience threshold(s); a sequence adds a ``tau`` dim (appendix F.8).
+    tau : float or sequence of float in (0, 1), optional
+        Salience threshold(s); a sequence adds a ``tau`` dim (appendix F.8). Default: the
+        run's own (:func:`psens.settings.tau_of`).
     orders : sequence of {"all", "low", "mid", "high"}
         Order bands (§4.3); ``"all"`` is the plain IPS. A single string drops the dim.
     templates : sequence of str, optional
@@ -870,6 +885,7 @@ def sample_ips(
         if name not in ds:
             fail(where, f"the Dataset has no {name!r} variable", "Pass a psens run Dataset")
     normalization = _check_normalization(_normalization_of(ds, normalization), where)
+    tau = tau_of(ds, tau)
     ds = select_solver(ds, solver)
     added = [d for d in ("model", "sample") if d not in ds["I_and"].dims]
     if added:  # a slice of a run: treat the missing dims as length one

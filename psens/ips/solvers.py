@@ -48,7 +48,7 @@ import numpy as np
 from psens._validation import check_game, check_in_interval, check_positive_int, fail
 from psens.interactions import and_or, l1_objective, optimal_vertices
 from psens.ips.metric import ORDER_LEVELS, ips, n_players
-from psens.settings import DEFAULT_TAU
+from psens.settings import tau_of
 
 __all__ = ["LP_SOLVERS", "SOLVERS", "solver_sensitivity", "solver_table"]
 
@@ -139,7 +139,7 @@ def solver_sensitivity(
     *,
     solvers: Sequence[str] | str = DEFAULT_SOLVERS,
     n_vertices: int = 4,
-    tau: float = DEFAULT_TAU,
+    tau: float | None = None,
     seed: int = 0,
     models: Sequence[str] | None = None,
     progress: bool = True,
@@ -171,7 +171,8 @@ def solver_sensitivity(
     n_vertices : int
         Random optimal vertices to add as solvers ``"vertex-0"`` … (0: none).
     tau : float in (0, 1)
-        Salience threshold of IPS (paper: 0.1).
+        Salience threshold of IPS; default: the run's own (:func:`psens.settings.tau_of`),
+        0.1 (the paper's) for arrays.
     seed : int
         Seed of the vertices' random linear functions
         (:func:`psens.interactions.vertex_directions`).
@@ -219,6 +220,7 @@ def solver_sensitivity(
     >>> bool((abs(res["excess"]) < 1e-9).all())  # all four splits are optimal
     True
     """
+    tau = tau_of(data, tau)
     names = _check_solvers(solvers)
     n_vertices = check_positive_int(n_vertices, WHERE, "n_vertices", minimum=0)
     tau = check_in_interval(tau, WHERE, "tau", 0.0, 1.0)

@@ -606,13 +606,13 @@ def sparse_sample(
     if isinstance(templates, str):
         templates = [templates]
     from psens._validation import check_positive_int
-    from psens.interactions.sparse import MAX_FEATURES, _check_budget, _check_memory, _check_seed
+    from psens.interactions.sparse import MAX_FEATURES, check_budget, check_memory, check_seed
 
-    budget = _check_budget(budget, n, where)
-    seed = _check_seed(seed, where)
+    budget = check_budget(budget, n, where)
+    seed = check_seed(seed, where)
     if degree is not None:
         degree = check_positive_int(degree, where, "degree")
-    _check_memory(budget, n, method, degree, MAX_FEATURES, where)  # before any folder or call
+    check_memory(budget, n, method, degree, MAX_FEATURES, where)  # before any folder or call
     folder = None if store is None else Path(store)
     if folder is not None:
         if folder.exists() and not folder.is_dir():

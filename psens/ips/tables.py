@@ -43,7 +43,7 @@ from psens.ips.metric import (
     select_solver,
     sparsity_curve,
 )
-from psens.settings import DEFAULT_TAU, run_settings
+from psens.settings import run_settings, tau_of
 from psens.stats import bootstrap_means, percentile_ci, resample_counts
 from psens.store import DONE, item_targets
 
@@ -200,7 +200,7 @@ def _blank_unfinished(ds, model: int, values: np.ndarray) -> np.ndarray:
     return np.where(rows, np.nan, values)
 
 
-def per_sample_ips(ds, tau: float = DEFAULT_TAU, *, solver: str | None = None):
+def per_sample_ips(ds, tau: float | None = None, *, solver: str | None = None):
     """Per-sample IPS of every model for each order of :data:`ORDER_LEVELS`.
 
     Returns a DataArray ``(model, sample, [shot,] order)``; NaN where a sample has no
@@ -209,6 +209,7 @@ def per_sample_ips(ds, tau: float = DEFAULT_TAU, *, solver: str | None = None):
     lazily opened run is never loaded whole), of one ``solver``'s interactions (default:
     the run's first; :func:`psens.ips.select_solver`).
     """
+    tau = tau_of(ds, tau)
     out = sample_ips(ds, tau, orders=ORDER_LEVELS, solver=solver)
     out.attrs["tau"] = tau
     return mark_synthetic(out.rename("ips"), ds)
@@ -326,7 +327,7 @@ def class_table(
     ds,
     models: Sequence[str],
     *,
-    tau: float = DEFAULT_TAU,
+    tau: float | None = None,
     pair: int | None = None,
     order: str | None = None,
     shot: int | None = None,
@@ -349,6 +350,7 @@ def class_table(
     DataFrame with ``model, group (changed/unchanged/all), class, label, share, count,
     n_pairs`` (``n_pairs``: sample × template pairs in the group).
     """
+    tau = tau_of(ds, tau)
     ds = select_solver(ds, solver)
     names = [str(m) for m in ds["model"].values]
     rows = []
@@ -407,7 +409,7 @@ def case_table(
     sample: str,
     templates: tuple[str, str],
     *,
-    tau: float = DEFAULT_TAU,
+    tau: float | None = None,
     top_k: int = 10,
     shot: int | None = None,
     solver: str | None = None,
@@ -425,6 +427,7 @@ def case_table(
     info : dict
         ``words``, ``predictions`` and ``correct`` per template, ``target``, ``n_salient``.
     """
+    tau = tau_of(ds, tau)
     ds = select_solver(ds, solver)
     ta, tb = templates
     if ta == tb:

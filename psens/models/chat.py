@@ -15,7 +15,7 @@ distribution is the softmax over those tokens,
 .. math::  q_o = \frac{p(o \mid x, T, a)}{\sum_{o'} p(o' \mid x, T, a)} .
 
 The majority share of a way of asking is the share of its (item, template) answers equal
-to its most frequent answer (:func:`psens.ips.headline.majority_answer`, as the headline
+to its most frequent answer (:func:`psens.stats.majority_answer`, as the headline
 counts it).
 
 References
@@ -130,7 +130,7 @@ def majority(res):
     """
     import pandas as pd
 
-    from psens.ips.headline import majority_answer
+    from psens.stats import majority_answer
 
     rows = {}
     for asked in res["asked"].values:

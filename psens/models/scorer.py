@@ -226,7 +226,7 @@ def labels_apart(tokenizer, item: Item, template: str | _prompts.Template) -> bo
 def _labels_apart(tokenizer, item: Item, t: _prompts.Template) -> str:
     """The fix of a refusal by :func:`option_token_ids`: the label styles whose labels do
     tokenise apart here (a format run names enumerations instead,
-    :func:`psens.formats.grammar.scorable_enums`)."""
+    :func:`psens.formats.tokens.scorable_enums`)."""
     named = {"": "the item's own", "A": "A", "a": "a", "1": "1"}
     good = [
         named[s]

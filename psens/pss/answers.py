@@ -4,7 +4,7 @@ r"""Answer checking for ProSA's MATH and HumanEval benchmarks.
   text, read with nested braces (``\boxed{\frac{1}{2}}`` is ``\frac{1}{2}``); a response is
   correct when its boxed answer equals the gold one (the last boxed answer of the reference
   solution) after removing whitespace — exact match, no algebraic equivalence
-  (:func:`boxed_answer`, :func:`math_correct`).
+  (:func:`psens.datasets.boxed_answer`, :func:`math_correct`).
 * **HumanEval**: pass@1 of a completion is whether the benchmark's tests pass on it
   (:func:`run_humaneval`, :func:`pass_at_1`). The program (the prompt plus the completion,
   or the completion alone when it defines the function itself; a fenced code block is
@@ -50,45 +50,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from psens._validation import check_positive_int, fail
+from psens.datasets import boxed_answer
 from psens.pss.sandbox import Outcome, run_python
 
 __all__ = [
     "ExecResult",
-    "boxed_answer",
     "extract_code",
     "humaneval_program",
     "math_correct",
     "pass_at_1",
     "run_humaneval",
 ]
-
-_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
-
-
-def boxed_answer(text: str) -> str | None:
-    r"""The content of the last ``\boxed{...}`` / ``\fbox{...}`` of ``text`` (nested braces
-    kept), or None when there is none or its braces do not close.
-
-    Examples
-    --------
-    >>> boxed_answer(r"so $x = \boxed{\frac{1}{2}}$.")
-    '\\frac{1}{2}'
-    """
-    if not isinstance(text, str):
-        return None
-    starts = [m.end() for m in _BOX.finditer(text)]
-    for start in reversed(starts):
-        depth, k = 1, start
-        while k < len(text):
-            c = text[k]
-            if c == "\\":  # an escaped character (\{, \}) never opens or closes
-                k += 2
-                continue
-            depth += (c == "{") - (c == "}")
-            if depth == 0:
-                return text[start:k].strip()
-            k += 1
-    return None
 
 
 def _norm(answer: str) -> str:

@@ -84,7 +84,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from psens._runfile import MethodConfig, check_models, method_attrs
+from psens._runfile import MethodConfig, check_models, method_attrs, say, start, steps
 from psens._validation import check_positive_int, fail
 
 __all__ = [
@@ -343,9 +343,8 @@ def generate(cfg: SubjectiveConfig, items: pd.DataFrame, *, progress: bool = Tru
     each version sent as one user message (``text`` None where the call failed)."""
     prompts = [row[f"v{v}"] for _, row in items.iterrows() for v in VERSIONS]
     out = {}
-    for model in cfg.models:
-        if progress:
-            print(f"subjective: {model}: {len(prompts)} responses", flush=True)
+    for model in steps(cfg.models, method=METHOD, progress=progress):
+        say(f"subjective: {model}: {len(prompts)} responses", progress)
         gen = _generator(model, cfg, cfg.max_new_tokens)
         res = gen.chat_many(
             [[{"role": "user", "content": p}] for p in prompts],
@@ -402,27 +401,32 @@ def to_dataset(items: pd.DataFrame, responses: dict, verdicts: dict, cfg: Subjec
     return ds
 
 
-def run(cfg: SubjectiveConfig, out: str | Path | None = None, *, progress: bool = True):
+def run(
+    cfg: SubjectiveConfig,
+    out: str | Path | None = None,
+    *,
+    progress: bool = True,
+    overwrite: bool = False,
+):
     """Generate, judge and score the run of ``cfg``; write it to ``out`` (default
-    ``cfg.store``) and return the Dataset."""
-    from psens._runfile import set_threads, write
+    ``cfg.store``; an existing file only with ``overwrite`` and when it is a psens run
+    file) and return the Dataset. Progress goes to stderr."""
+    from psens.store import write_method_run
 
-    cfg.check()
+    path = start(cfg, out, overwrite=overwrite)
     items = instructions(cfg)  # refusals about the data before any model is loaded
-    set_threads(cfg.threads)
     responses = generate(cfg, items, progress=progress)
     judge = _judge(cfg)
     originals = [row["v1"] for _, row in items.iterrows() for _ in VERSIONS]
     refs = [row["reference"] for _, row in items.iterrows() for _ in VERSIONS]
     verdicts = {}
     for model, res in responses.items():
-        if progress:
-            print(f"subjective: judge {cfg.judge}: {model}: {len(res)} verdicts", flush=True)
+        say(f"subjective: judge {cfg.judge}: {model}: {len(res)} verdicts", progress)
         verdicts[model] = judge.judge_many(
             [(q, r, text) for q, r, (text, _) in zip(originals, refs, res, strict=True)]
         )
     ds = to_dataset(items, responses, verdicts, cfg)
-    write(ds, out or cfg.store)
+    write_method_run(ds, path, overwrite=overwrite)
     return ds
 
 

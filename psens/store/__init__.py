@@ -18,7 +18,7 @@ coords
     active_params, mask_token`` (model); ``perturbation(template)``;
     ``template_a(pair)``, ``template_b(pair)``; derived when read, never stored:
     ``order_band(sample, subset)`` the order band (``low``/``mid``/``high``, ``''`` for
-    ∅ and beyond n; :mod:`psens.ips.labels`).
+    ∅ and beyond n; :mod:`psens.store.labels`).
 data variables
     ``v, I_and, I_or, gamma`` (model, sample, [shot,] template, subset) float64, NaN on
     subsets beyond a sample's ``n``; ``p_target, confidence, correct`` (… template)
@@ -82,6 +82,14 @@ Safety
 * :func:`write_block` replaces a whole block (variables not given are written empty, a
   failed block is all NaN) and refuses a writer whose ``run_id`` is not the store's.
 * :func:`verify` re-reads every block and coordinate array and compares the checksums.
+
+Run files
+---------
+A finished IPS run is exchanged as one netCDF export (:func:`to_netcdf`); EAS, DBSA and
+subjective PSS runs are one netCDF file each (:mod:`psens.store.files`). Both are written
+into a hidden sibling, sealed with a digest of every variable, coordinate and attribute set
+(the root attr ``psens_checksums``) and renamed into place; :func:`open_run` and
+:func:`verify` take them as they take a store.
 """
 
 from __future__ import annotations
@@ -91,11 +99,23 @@ from psens.store.checksums import (
     METADATA_KEY,
     Verification,
     metadata_problems,
-    verify,
 )
 from psens.store.export import (
     check_export_target,
     to_netcdf,
+)
+from psens.store.files import (
+    METHOD_ATTR,
+    METHOD_VERSION,
+    METHOD_VERSION_ATTR,
+    METHODS,
+    FileVerification,
+    check_target,
+    is_method_run,
+    method_of,
+    verify,
+    verify_file,
+    write_method_run,
 )
 from psens.store.read import (
     item_targets,
@@ -153,6 +173,10 @@ __all__ = [
     "FLOOR_VARS",
     "GAME_VARS",
     "METADATA_KEY",
+    "METHODS",
+    "METHOD_ATTR",
+    "METHOD_VERSION",
+    "METHOD_VERSION_ATTR",
     "MODEL_META",
     "PAIR_VARS",
     "PENDING",
@@ -161,17 +185,23 @@ __all__ = [
     "SCHEMA_VERSION",
     "TEMPLATE_VARS",
     "TEXT_VARS",
+    "FileVerification",
     "Verification",
     "build",
     "check_export_target",
+    "check_target",
     "create",
+    "is_method_run",
     "item_targets",
     "lock",
     "metadata_problems",
+    "method_of",
     "open_run",
     "remove_leftovers",
     "save",
     "to_netcdf",
     "verify",
+    "verify_file",
     "write_block",
+    "write_method_run",
 ]

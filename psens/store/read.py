@@ -1,4 +1,5 @@
-"""Opening a run: a zarr store or a netCDF export, checked, as one lazy Dataset."""
+"""Opening a run: a zarr store, a netCDF export or a method run file, checked, as one
+Dataset (a DataTree for DBSA)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 
 from psens._validation import fail
 from psens.store.checksums import metadata_problems, verify
+from psens.store.files import _refuse_damage, is_method_run, open_method_run
 from psens.store.schema import (
     BLOCK_VARS,
     CHECKSUM_ATTR,
@@ -35,11 +37,13 @@ def _open_netcdf(path: Path, where: str, verify: bool):
     except Exception as exc:
         fail(
             where,
-            f"{path} is a file but not a netCDF export of a run ({type(exc).__name__}: {exc})",
-            "Pass a .zarr folder written by psens.run or a .nc file written by psens export",
+            f"{path} is a file but not a psens run ({type(exc).__name__}: {exc})",
+            "Pass a .zarr store or .nc file written by psens (psens run, psens export)",
         )
     _check_schema(path, ds.attrs, set(ds.variables), where, "netcdf")
-    if verify:  # an export carries no checksums: read every value once
+    if verify and CHECKSUM_ATTR in ds.attrs:
+        _refuse_damage(path, where)
+    elif verify:  # an export of an earlier psens carries no checksums: read every value once
         try:
             ds = ds.load()
         except Exception as exc:
@@ -53,21 +57,25 @@ def _open_netcdf(path: Path, where: str, verify: bool):
     if "synthetic" in ds.attrs:
         ds.attrs["synthetic"] = bool(ds.attrs["synthetic"])
     ds.attrs.pop(EXPORT_ATTR, None)
+    ds.attrs.pop(CHECKSUM_ATTR, None)
     return ds
 
 
 def open_run(path: str | os.PathLike, *, verify: bool = False):
-    """Open a run lazily, refusing anything that is not a psens run of a known schema.
+    """Open any run psens writes or ships, refusing anything that is not a psens run of a
+    known schema.
 
     Parameters
     ----------
-    path : path to a ``.zarr`` folder written by :func:`psens.run`, or a netCDF file
-        written by :func:`to_netcdf` (``psens export``).
+    path : path to a ``.zarr`` folder written by :func:`psens.run`, a netCDF file written
+        by :func:`to_netcdf` (``psens export``), or an EAS, DBSA or subjective PSS run file
+        (``psens run`` of a config with ``method = ...``).
     verify : bool
-        First check every block and coordinate array against its checksum
-        (:func:`psens.store.verify`, which reads the whole store) and refuse a damaged
-        store, naming the damaged (model, sample) blocks. A netCDF export has no checksums:
-        every value is read once, and a file that cannot be read is refused.
+        First check the run against its checksums (:func:`psens.store.verify`, which
+        reads the whole run) and refuse a damaged one, naming the damaged (model, sample)
+        blocks of a store or the damaged variables of a file. A file of an earlier psens
+        has no checksums: every value is read once, and a file that cannot be read is
+        refused.
 
     Whatever ``verify`` says, a store is refused before any value is read when an array's
     metadata is not what psens writes or differs from its checksum, or the root's
@@ -78,14 +86,18 @@ def open_run(path: str | os.PathLike, *, verify: bool = False):
 
     Returns
     -------
-    xarray.Dataset (dask-backed)
+    xarray.Dataset
+        An IPS run (dask-backed) or an EAS or subjective PSS run (in memory); a DBSA run
+        is an :class:`xarray.DataTree`, one group per prompt and model.
     """
     import xarray as xr
 
     path = Path(path)
     where = "psens.open_run"
+    if path.is_file() and is_method_run(path):
+        return open_method_run(path, verify=verify, where=where)
     if path.is_file():
-        from psens.ips.labels import label_run
+        from psens.store.labels import label_run
 
         return label_run(_open_netcdf(path, where, verify))
     problems = metadata_problems(path, _open_group(path, where))
@@ -134,7 +146,7 @@ def open_run(path: str | os.PathLike, *, verify: bool = False):
             f"{path} is damaged: its coordinates could not be read ({type(exc).__name__})",
             "See psens verify STORE; start the run over (psens run --overwrite)",
         )
-    from psens.ips.labels import label_run
+    from psens.store.labels import label_run
 
     return label_run(ds.assign_coords(coords))  # ds.sel(pair="ips1|ips4"), order_band
 

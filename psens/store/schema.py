@@ -60,7 +60,7 @@ FLOOR_BANDS = ("all", "low", "mid", "high")
 #: the cloze formulation's variables (only in runs with ``answer = "cloze"``): each option's
 #: summed log-likelihood per mask and its continuation's tokens (:mod:`psens.cloze`)
 CLOZE_VARS = ("option_loglik", "option_tokens")
-#: coordinates derived when a run is read or built (:func:`psens.ips.labels.label_run`),
+#: coordinates derived when a run is read or built (:func:`psens.store.labels.label_run`),
 #: never written to a store or an export
 DERIVED_COORDS = ("order_band",)
 
@@ -194,8 +194,8 @@ def build(
     """
     import xarray as xr
 
-    from psens.ips.labels import label_run
-    from psens.ips.pairs import pair_label
+    from psens.store.labels import label_run
+    from psens.store.pairs import pair_label
 
     has_shots = shots is not None
     n_m, n_s, n_t = len(models), len(samples), len(templates)
@@ -331,7 +331,7 @@ _ENGINE_WORDS = {
     ),
     "netcdf": (
         "a netCDF file",
-        "a file written by psens export",
+        "a .zarr store or .nc file written by psens (psens run, psens export)",
         "export the run again",
         "Export the run again",
     ),

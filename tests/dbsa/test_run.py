@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import psens
 from psens import dbsa as D
-from psens import method_runs
+from psens import method_runs, store
 from psens.cli import main
 from psens.dbsa import run as dbsa_run
 from tests.support import script_module
@@ -80,8 +81,8 @@ def _config(tmp_path, **over):
 def test_run_stores_what_dbsa_computes_and_finds_each_models_words(tmp_path, fakes):
     cfg = _config(tmp_path)
     method_runs.run(cfg, progress=False)
-    assert method_runs.method_of(cfg.store) == "dbsa"
-    res = dbsa_run.results(method_runs.open_run(cfg.store))
+    assert store.method_of(cfg.store) == "dbsa"
+    res = dbsa_run.results(psens.open_run(cfg.store))
     assert set(res) == {"short", "other"} and set(res["short"]) == set(BACKENDS)
     # the stored statistics are those of a direct dbsa() call with the same inputs
     for model, words in BACKENDS.items():
@@ -111,7 +112,7 @@ def test_run_stores_what_dbsa_computes_and_finds_each_models_words(tmp_path, fak
 def test_summary_api_and_cli(tmp_path, fakes, capsys):
     cfg = _config(tmp_path)
     method_runs.run(cfg, progress=False)
-    text = method_runs.summarize(method_runs.open_run(cfg.store))
+    text = method_runs.summarize(psens.open_run(cfg.store))
     assert "Spearman rho(" in text and "expected by chance" in text
     assert main(["summary", cfg.store]) == 0
     assert "DBSA run: 2 prompts x 2 models" in capsys.readouterr().out

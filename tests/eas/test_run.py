@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from psens import _runfile, method_runs
+import psens
+from psens import method_runs, store
 from psens.backends import DEFAULT_JUDGE_TEMPLATE, Response, instruction_text, parse_verdict
 from psens.cli import main
 from psens.eas import instance_metrics
@@ -75,8 +76,8 @@ def _config(tmp_path, **over):
 def test_run_writes_a_file_whose_rows_give_the_stored_metrics(tmp_path, fake_models):
     cfg = _config(tmp_path)
     ds = method_runs.run(cfg, progress=False)
-    assert method_runs.method_of(cfg.store) == "eas"
-    back = method_runs.open_run(cfg.store)
+    assert store.method_of(cfg.store) == "eas"
+    back = psens.open_run(cfg.store)
     assert dict(back.sizes) == {"model": 2, "sample": 4, "template": 8}
     # the failed generation is recorded as failed, not scored
     status = back["status"].values
@@ -114,7 +115,7 @@ def test_run_writes_a_file_whose_rows_give_the_stored_metrics(tmp_path, fake_mod
 def test_summary_through_the_api_and_the_cli(tmp_path, fake_models, capsys):
     cfg = _config(tmp_path)
     method_runs.run(cfg, progress=False)
-    text = method_runs.summarize(method_runs.open_run(cfg.store))
+    text = method_runs.summarize(psens.open_run(cfg.store))
     assert "an illustration, not a finding" in text
     assert "generations failed: 2" in text
     assert main(["summary", cfg.store]) == 0
@@ -157,14 +158,14 @@ def test_missing_required_key(tmp_path):
         eas_run.EASConfig.from_dict({"method": "eas", "store": "x.nc", "models": ["gemma3-270m"]})
 
 
-def test_open_run_refuses_what_is_not_a_method_run(tmp_path):
+def test_open_run_refuses_what_is_not_a_psens_run(tmp_path):
     with pytest.raises(ValueError, match="does not exist"):
-        method_runs.open_run(tmp_path / "missing.nc")
+        psens.open_run(tmp_path / "missing.nc")
     other = tmp_path / "other.nc"
     other.write_bytes(b"not a netcdf file")
-    assert method_runs.method_of(other) is None
-    with pytest.raises(ValueError, match="is not an EAS, DBSA or subjective PSS run"):
-        method_runs.open_run(other)
+    assert store.method_of(other) is None
+    with pytest.raises(ValueError, match="not a psens run"):
+        psens.open_run(other)
 
 
 def test_a_killed_write_leaves_no_file(tmp_path, monkeypatch):
@@ -175,7 +176,7 @@ def test_a_killed_write_leaves_no_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(xr.Dataset, "to_netcdf", boom)
     with pytest.raises(KeyboardInterrupt):
-        _runfile.write(xr.Dataset({"x": ("a", [1.0])}), tmp_path / "x.nc")
+        store.write_method_run(xr.Dataset({"x": ("a", [1.0])}), tmp_path / "x.nc")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -206,7 +207,7 @@ def test_reread_gives_what_a_rerun_gives_and_the_script_rewrites_only_stale_file
     monkeypatch.setattr(eas_run, "_generator", lambda name, cfg, n: AmbiguousJudge(name))
     cfg = _config(tmp_path)
     method_runs.run(cfg, progress=False)
-    fresh = method_runs.open_run(cfg.store)
+    fresh = psens.open_run(cfg.store)
     stale_cells = fresh["judge_raw"].values == AMBIGUOUS
     assert (
         stale_cells.sum() >= 8 and (fresh["judge_status"].values[stale_cells] == "unparsed").all()
@@ -222,7 +223,7 @@ def test_reread_gives_what_a_rerun_gives_and_the_script_rewrites_only_stale_file
     again = method_runs.reread_verdicts(old)
     xr.testing.assert_identical(again, fresh)
     # the script on the stale file: --check says it would change, then the file is the fresh one
-    stale = _runfile.write(old, tmp_path / "stale.nc")
+    stale = store.write_method_run(old, tmp_path / "stale.nc")
     script = script_module("reparse_judged")
     assert script.main(["--check", str(stale)]) == 1
     assert script.main([str(stale)]) == 0
@@ -241,7 +242,7 @@ def test_the_shipped_run_holds_the_parsers_verdicts_of_its_replies():
     """Every stored verdict of data/runs/eas.nc is parse_verdict of its stored reply under the
     run's judge (binary, the default judge template's instruction), and the stored metrics
     are those of these verdicts."""
-    ds = method_runs.open_run(SHIPPED)
+    ds = psens.open_run(SHIPPED)
     instruction = instruction_text(DEFAULT_JUDGE_TEMPLATE)
     raw, status, judge = (ds[k].values.ravel() for k in ("judge_raw", "judge_status", "judge"))
     for text, st, j in zip(raw, status, judge, strict=True):
@@ -267,7 +268,7 @@ def test_the_runs_readme_eas_figures_are_the_shipped_runs():
     contains 0 as it says (notebook 10 prints the same)."""
     from psens.eas import bootstrap_ci
 
-    ds = method_runs.open_run(SHIPPED)
+    ds = psens.open_run(SHIPPED)
     text = " ".join((ROOT / "data" / "runs" / "README.md").read_text().split())
     status = ds["judge_status"].values
     assert f"{int((status != 'ok').sum())} of {status.size} verdicts" in text

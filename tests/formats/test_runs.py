@@ -224,7 +224,8 @@ def test_a_sampled_space_draws_only_formats_every_model_can_score(assets, tmp_pa
     (whose enumerations include a. and 1.) samples only formats with the item's own labels,
     and the run goes through."""
     from psens.config import RunConfig
-    from psens.formats.grammar import get_grammar, scorable
+    from psens.formats.grammar import get_grammar
+    from psens.formats.tokens import scorable
     from psens.models.served import load_tokenizer
 
     spec = '{grammar = "default", k = 6, seed = 0}'
@@ -246,7 +247,7 @@ def test_a_format_the_tokenizer_cannot_score_names_the_ones_it_can(
 ):
     import psens.runner
 
-    monkeypatch.setattr(psens.runner, "_scorer", lambda *a, **k: pytest.fail("model loaded"))
+    monkeypatch.setattr(psens.runner, "run_scorer", lambda *a, **k: pytest.fail("model loaded"))
     cfg = _write(assets, tmp_path / "p.toml", '[{enum = "a."}, {}]', samples=2, n_vars=0)
     assert main(["run", str(cfg), "--no-progress"]) == 2
     err = capsys.readouterr().err

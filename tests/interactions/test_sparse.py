@@ -298,9 +298,9 @@ def _never(bits):
 def test_a_budget_that_does_not_fit_in_memory_is_refused_before_any_allocation(monkeypatch):
     """recover(game, 40, 10**9) once died with a raw MemoryError (298 GiB); budgets of
     1e7-1e8 allocated GBs. Refused up front, naming the largest budget that fits."""
-    from psens.models import scorer
+    from psens.models import hardware
 
-    monkeypatch.setattr(scorer, "_available_ram", lambda: 8.0 * 2**30)
+    monkeypatch.setattr(hardware, "available_ram", lambda: 8.0 * 2**30)
     per_query = sp._memory_per_query(40, "lasso", None, sp.MAX_FEATURES)
     most = int(sp.MEMORY_SHARE * 8 * 2**30 // per_query)
     for budget in (10**9, 10**7, 10**5):

@@ -138,7 +138,7 @@ def test_pairs_are_selectable_by_name(run):
 
 
 def test_ambiguous_pair_names_are_refused():
-    from psens.ips.pairs import resolve_pair
+    from psens.store.pairs import resolve_pair
 
     # template names with a "-": "a-b-c" is {a-b, c} and also {a, b-c}
     with pytest.raises(ValueError, match="names 2 pairs"):

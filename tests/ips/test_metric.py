@@ -246,10 +246,17 @@ def _game(n_templates=2, n=2, seed=0):
 @pytest.mark.parametrize("tau", ["0.1", b"0.1", True, None, [0.1]])
 def test_tau_that_is_not_a_number_is_refused(tau):
     a, o = _game()
-    with pytest.raises(TypeError, match="tau"):
-        ips(a, o, tau=tau)
+    if tau is not None:  # for ips, None is the default: τ = 0.1 for arrays
+        with pytest.raises(TypeError, match="tau"):
+            ips(a, o, tau=tau)
     with pytest.raises(TypeError, match="tau"):
         salient(a, o, tau=tau)
+
+
+def test_no_tau_for_arrays_is_the_papers():
+    a, o = _game(n_templates=3, n=3)
+    assert np.array_equal(ips(a, o), ips(a, o, tau=0.1), equal_nan=True)
+    assert np.array_equal(ips(a, o, tau=None), ips(a, o, tau=0.1), equal_nan=True)
 
 
 def test_nan_in_I_or_where_I_and_is_finite_is_refused():

@@ -423,7 +423,7 @@ def test_failed_requests_make_failed_blocks(tiny, server, tmp_path):
 
     _SCORERS.clear()
     run_cfg = psens.config.RunConfig.from_dict(cfg)
-    scorer = psens.runner._scorer(run_cfg, run_cfg.model_specs[0])
+    scorer = psens.runner.run_scorer(run_cfg, run_cfg.model_specs[0])
     scorer.probe()
     srv.fail_left = 10**6
     ds = psens.run(cfg, progress=False, quiet=True)

@@ -11,7 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from psens import method_runs
+import psens
+from psens import method_runs, store
 from psens._runfile import method_attrs
 from psens.backends import Response
 from psens.cli import main
@@ -69,8 +70,8 @@ def _config(tmp_path, **over):
 def test_run_stores_scores_s_i_and_records_off_format_verdicts_as_failures(tmp_path, fake_models):
     cfg = _config(tmp_path)
     method_runs.run(cfg, progress=False)
-    assert method_runs.method_of(cfg.store) == "subjective"
-    ds = method_runs.open_run(cfg.store)
+    assert store.method_of(cfg.store) == "subjective"
+    ds = psens.open_run(cfg.store)
     assert dict(ds.sizes) == {"model": 2, "sample": 5, "version": 3}
     status, score = ds["judge_status"].values, ds["score"].values
     # the failed response is not judged: a failed verdict, no score
@@ -132,7 +133,7 @@ def test_preference_mode_scores_yes_1_no_0_and_keeps_off_format_replies_unscored
 def test_summary_through_the_api_and_the_cli(tmp_path, fake_models, capsys):
     cfg = _config(tmp_path)
     method_runs.run(cfg, progress=False)
-    ds = method_runs.open_run(cfg.store)
+    ds = psens.open_run(cfg.store)
     text = method_runs.summarize(ds)
     table = S.model_table(ds)
     assert S.JUDGE_NOTE in text
@@ -330,7 +331,7 @@ def test_every_shipped_config_has_its_file_and_the_pss_ones_are_what_notebook_09
             for shot in (0, 1, 3):
                 assert f"{shot}-shot PSS " in line
             assert line.count("accuracy ") == 3 and line.count("confidence ") == 3
-    sub = method_runs.open_run(runs / "pss-alpaca.nc")
+    sub = psens.open_run(runs / "pss-alpaca.nc")
     assert dict(sub.sizes) == {"model": 2, "sample": 12, "version": 3}
     assert sub.attrs["judge_note"] == S.JUDGE_NOTE
     assert main(["summary", str(runs / "pss-alpaca.nc")]) == 0
@@ -368,7 +369,7 @@ def test_reread_gives_what_a_rerun_gives(tmp_path, monkeypatch):
 
     monkeypatch.setattr(S, "_generator", lambda name, cfg, n: PreferenceJudge(name))
     S.run(_config(tmp_path, judge_mode="preference"), progress=False)
-    fresh = method_runs.open_run(tmp_path / "subj.nc")
+    fresh = psens.open_run(tmp_path / "subj.nc")
     cells = fresh["judge_status"].values == "unparsed"
     assert cells.any()
     old = fresh.copy(deep=True)
@@ -385,7 +386,7 @@ def test_the_shipped_run_holds_the_parsers_verdicts_of_its_replies():
     from psens.backends import instruction_text, parse_verdict
     from tests.support import ROOT
 
-    ds = method_runs.open_run(ROOT / "data" / "runs" / "pss-alpaca.nc")
+    ds = psens.open_run(ROOT / "data" / "runs" / "pss-alpaca.nc")
     assert ds.attrs["judge_mode"] == "preference"
     instruction = instruction_text(S.PREFERENCE_TEMPLATE)
     raw, status, score = (ds[k].values.ravel() for k in ("judge_raw", "judge_status", "score"))

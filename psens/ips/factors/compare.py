@@ -46,10 +46,10 @@ from psens._validation import check_in_interval, check_positive_int, fail
 from psens.ips.factors import pairings as P
 from psens.ips.factors.meta import META_COLUMNS, TUNED_KINDS, model_frame
 from psens.ips.metric import ORDER_LEVELS, sample_ips
-from psens.settings import DEFAULT_TAU
+from psens.settings import tau_of
 from psens.stats import (
-    _paired_core,
     bootstrap_means,
+    paired_core,
     percentile_ci,
     resample_counts,
     sign_flips,
@@ -135,7 +135,7 @@ def _compare(
     a, b = values[ia], values[ib]
     both = np.isfinite(a) & np.isfinite(b)
     a, b = np.where(both, a, np.nan), np.where(both, b, np.nan)
-    core = _paired_core(a, b, counts, flips, ci)  # arrays [P, O]
+    core = paired_core(a, b, counts, flips, ci)  # arrays [P, O]
     labels = info.index.to_numpy()
     pair_group = {}
     for g, members in groups.items():
@@ -256,7 +256,7 @@ def compare_models(
     extra_groups: Mapping[str, Sequence[int]] | None = None,
     shot: int | None = None,
     templates: Sequence[str] | None = None,
-    tau: float = DEFAULT_TAU,
+    tau: float | None = None,
     orders: Sequence[str] = ORDER_LEVELS,
     n_boot: int = 1000,
     n_perm: int = 2000,
@@ -298,6 +298,7 @@ def compare_models(
     >>> list(r.pairs.columns[:4])
     ['unit_a', 'unit_b', 'group', 'order']
     """
+    tau = tau_of(ds, tau)
     where = "compare_models"
     _check_settings(n_boot, n_perm, ci, where)
     triples = _as_pairs(pairs, where)
@@ -654,7 +655,7 @@ def few_shot(
     models: Sequence[str] | None = None,
     *,
     templates: Sequence[str] | None = P.FEW_SHOT_TEMPLATES,
-    tau: float = DEFAULT_TAU,
+    tau: float | None = None,
     orders: Sequence[str] = ORDER_LEVELS,
     n_boot: int = 1000,
     n_perm: int = 2000,
@@ -674,6 +675,7 @@ def few_shot(
     ValueError
         When the run has no ``shot`` dim or no 0-shot setting.
     """
+    tau = tau_of(ds, tau)
     where = "few_shot"
     _check_settings(n_boot, n_perm, ci, where)
     if "shot" not in ds.dims:

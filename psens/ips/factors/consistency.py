@@ -26,7 +26,7 @@ from psens._charts import mark_synthetic
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.ips.factors.meta import model_frame
 from psens.ips.metric import sample_ips
-from psens.settings import DEFAULT_TAU
+from psens.settings import tau_of
 from psens.stats import bootstrap_means, percentile_ci, rankdata, resample_counts
 
 __all__ = ["consistency_correlation", "ips_vs_consistency", "sample_consistency"]
@@ -66,7 +66,7 @@ def sample_consistency(ds, *, shot: int | None = None, templates: Sequence[str] 
 def ips_vs_consistency(
     ds,
     *,
-    tau: float = DEFAULT_TAU,
+    tau: float | None = None,
     shot: int | None = None,
     templates: Sequence[str] | None = None,
     n_boot: int = 1000,
@@ -80,6 +80,7 @@ def ips_vs_consistency(
     measures and all models (``attrs["boot"]`` keeps the draws for
     :func:`consistency_correlation`).
     """
+    tau = tau_of(ds, tau)
     check_positive_int(n_boot, "ips_vs_consistency", "n_boot")
     check_in_interval(ci, "ips_vs_consistency", "ci", 0.0, 1.0)
     ds = _zero_shot(ds, shot)

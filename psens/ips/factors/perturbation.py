@@ -29,15 +29,15 @@ from psens._charts import mark_synthetic
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.ips.factors.meta import model_frame
 from psens.ips.metric import pair_labels, sample_ips
-from psens.ips.pairs import SEPARATORS, pair_label
-from psens.settings import DEFAULT_TAU
+from psens.settings import tau_of
 from psens.stats import (
-    _paired_core,
     bootstrap_means,
+    paired_core,
     percentile_ci,
     resample_counts,
     sign_flips,
 )
+from psens.store.pairs import SEPARATORS, pair_label
 
 __all__ = ["ips_by_perturbation", "pair_kinds", "perturbation_tables"]
 
@@ -105,7 +105,7 @@ def ips_by_perturbation(
     *,
     kinds: tuple[str, str] = ("altering", "adding"),
     pair_kind: Any = None,
-    tau: float = DEFAULT_TAU,
+    tau: float | None = None,
     shot: int | None = None,
     n_boot: int = 1000,
     n_perm: int = 2000,
@@ -134,6 +134,7 @@ def ips_by_perturbation(
     ValueError
         When the run has no template pair of one of the kinds.
     """
+    tau = tau_of(ds, tau)
     check_positive_int(n_boot, "ips_by_perturbation", "n_boot")
     check_positive_int(n_perm, "ips_by_perturbation", "n_perm")
     check_in_interval(ci, "ips_by_perturbation", "ci", 0.0, 1.0)
@@ -173,7 +174,7 @@ def ips_by_perturbation(
         out[f"ips_{k}_lo"], out[f"ips_{k}_hi"] = lo, hi
         out[f"n_pairs_{k}"] = int(masks[k].sum())
     both = np.isfinite(a_vals) & np.isfinite(b_vals)
-    core = _paired_core(
+    core = paired_core(
         np.where(both, a_vals, np.nan), np.where(both, b_vals, np.nan), counts, flips, ci
     )
     out["difference"] = out[f"ips_{ka}"] - out[f"ips_{kb}"]

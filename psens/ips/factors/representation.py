@@ -21,10 +21,10 @@ from psens._charts import mark_synthetic
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.ips.factors.meta import model_frame
 from psens.ips.metric import sample_ips
-from psens.settings import DEFAULT_TAU
+from psens.settings import tau_of
 from psens.stats import (
-    _paired_core,
     bootstrap_means,
+    paired_core,
     percentile_ci,
     resample_counts,
     sign_flips,
@@ -60,7 +60,7 @@ def _per_sample(ds, tau: float):
 
 
 def representation_metrics(
-    ds, *, tau: float = DEFAULT_TAU, n_boot: int = 1000, ci: float = 0.95, seed: Any = 0
+    ds, *, tau: float | None = None, n_boot: int = 1000, ci: float = 0.95, seed: Any = 0
 ):
     """Per-model cosine similarity (↑ stable), L2 distance (↓ stable) and IPS (↓ stable).
 
@@ -72,6 +72,7 @@ def representation_metrics(
     ValueError
         When the run has no hidden states (``hidden_cosine``/``hidden_l2`` all NaN).
     """
+    tau = tau_of(ds, tau)
     check_positive_int(n_boot, "representation_metrics", "n_boot")
     check_in_interval(ci, "representation_metrics", "ci", 0.0, 1.0)
     ds, vals = _per_sample(ds, tau)
@@ -91,7 +92,7 @@ def representation_table(
     ds,
     pairs: Any = None,
     *,
-    tau: float = DEFAULT_TAU,
+    tau: float | None = None,
     n_boot: int = 1000,
     n_perm: int = 2000,
     ci: float = 0.95,
@@ -105,6 +106,7 @@ def representation_table(
     ``p_<m>`` of tuned − base (over samples), and ``<m>_says_tuned_stabler`` (cosine
     higher / L2 lower / IPS lower for the tuned model), so disagreements with IPS show.
     """
+    tau = tau_of(ds, tau)
     import pandas as pd
 
     from psens.ips.factors.compare import _as_pairs, instruct_vs_base
@@ -135,7 +137,7 @@ def representation_table(
     for key in METRICS:
         a, b = vals[key][ia], vals[key][ib]
         both = np.isfinite(a) & np.isfinite(b)
-        core = _paired_core(np.where(both, a, np.nan), np.where(both, b, np.nan), counts, flips, ci)
+        core = paired_core(np.where(both, a, np.nan), np.where(both, b, np.nan), counts, flips, ci)
         out[f"base_{key}"], out[f"tuned_{key}"] = core["mean_b"], core["mean_a"]
         out[f"p_{key}"] = core["p_value"]
     out["cosine_says_tuned_stabler"] = out["tuned_cosine"] > out["base_cosine"]

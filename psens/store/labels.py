@@ -1,10 +1,11 @@
 r"""The names a run is read under: template pairs by label, interactions by order band,
-format-space templates by their readable ids.
+format-space templates by their readable ids (part of the run schema, so
+:func:`psens.open_run` applies it; also ``psens.ips.labels``).
 
 Every run Dataset (:func:`psens.open_run`, :func:`psens.run`, the synthetic runs) goes
 through :func:`label_run`, so these work on all of them::
 
-    ds.sel(pair="ips1|ips4")                        # also "ips4-ips1" (psens.ips.pairs)
+    ds.sel(pair="ips1|ips4")                        # also "ips4-ips1" (psens.store.pairs)
     ds["I_and"].where(ds.order_band == "low")       # the low-order interactions only
     ds.psens.to_frame().query("order == 'high'")    # the same band names as rows
 
@@ -32,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from psens.ips.pairs import index_run_pairs
+from psens.store.pairs import index_run_pairs
 
 __all__ = ["NO_BAND", "ORDER_BAND", "label_run", "order_band", "order_bands", "order_of_subsets"]
 
@@ -132,7 +133,7 @@ def _readable_templates(ds):
 
 def label_run(ds):
     """``ds`` with pairs labelled ``"a|b"`` and indexed by name
-    (:func:`psens.ips.pairs.index_run_pairs`: runs written with pair numbers relabelled),
+    (:func:`psens.store.pairs.index_run_pairs`: runs written with pair numbers relabelled),
     format-space templates under their readable ids (runs of earlier versions relabelled)
     and the ``order_band(sample, subset)`` coordinate (when the run has ``n_vars``)."""
     ds = index_run_pairs(_readable_templates(ds))

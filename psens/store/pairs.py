@@ -1,4 +1,5 @@
-"""Template pairs by name: the ``pair`` coordinate of runs and IPS results, selectable by label.
+"""Template pairs by name: the ``pair`` coordinate of runs and IPS results, selectable by its
+label (part of the run schema: :func:`psens.open_run` indexes a run's pairs).
 
 IPS compares a sample's interactions under two templates (IPS paper eq. 3, over unordered
 template pairs). A pair has one label everywhere, ``"a|b"`` (:func:`pair_label`; ``a`` the
