@@ -1,4 +1,4 @@
-"""The cloze run configs waiting in data/examples load and check as psens run configs."""
+"""The shipped cloze run configs (data/runs/cloze-*.toml) load and check as psens run configs."""
 
 from __future__ import annotations
 
@@ -7,17 +7,17 @@ import pytest
 from psens.config import load_config
 from tests.support import ROOT
 
-CONFIGS = sorted((ROOT / "data" / "examples").glob("cloze_*.toml"))
+CONFIGS = sorted((ROOT / "data" / "runs").glob("cloze-*.toml"))
 
 
-def test_there_are_cloze_examples():
-    assert {p.stem for p in CONFIGS} >= {"cloze_arc_easy", "cloze_piqa", "cloze_formats"}
+def test_there_are_cloze_runs():
+    assert {p.stem for p in CONFIGS} >= {"cloze-arc-easy", "cloze-piqa", "cloze-formats"}
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
-def test_a_cloze_example_is_a_valid_cloze_run(path):
+def test_a_cloze_config_is_a_valid_cloze_run(path):
     cfg = load_config(path)
     cfg.check()
     assert cfg.answer == "cloze" and cfg.cloze_norm == "sum"
     assert cfg.models == ["smollm2-135m-instruct", "gemma3-270m"]
-    assert str(cfg.store).startswith("runs/cloze/")
+    assert str(cfg.store) == f"runs/shipped/{path.stem}.zarr"
