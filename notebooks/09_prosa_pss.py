@@ -51,6 +51,7 @@ REFERENCE = ROOT / "data" / "reference"
 
 from psens.pss import (
     chance_pss,
+    change_verdict,
     confidence_relation,
     instance_pss,
     instance_table,
@@ -216,7 +217,7 @@ w.tables["variant"].pivot(index="variant", columns="model", values="disagreement
 # %% [markdown]
 # ## 5 · Few-shot examples (§3.4)
 #
-# **The paper's claim**: few-shot examples lower PSS for all four Qwen1.5 models (7B–110B), the biggest drop from 0 to 1 shot. Here: each shot count against 0 shots on the same items — the paired difference of $S_i$, its 95 % bootstrap CI and the sign-flip p-value (`psens.pss.pss_by_shot`). A change whose CI contains 0 is **within noise** and is not a finding.
+# **The paper's claim**: few-shot examples lower PSS for all four Qwen1.5 models (7B–110B), the biggest drop from 0 to 1 shot. Here: each shot count against 0 shots on the same items — the paired difference of $S_i$, its 95 % bootstrap CI and the sign-flip p-value (`psens.pss.pss_by_shot`). A change whose CI contains 0, or whose paired test does not reject (p ≥ 0.05), is **within noise** and is not a finding: the `verdict` and `within_noise` columns come from one rule (`psens.pss.is_finding`).
 
 # %%
 shot_rows = []
@@ -270,22 +271,11 @@ alt.Chart(points[points["shot"] == 0]).mark_circle(opacity=0.6, size=60).encode(
 # %% [markdown]
 # ## 7 · What the runs show, against what the paper claims
 #
-# Computed from the tables above (nothing here is typed in by hand). **Caveats**: two tiny models (135M instruct, 270M base) far below the paper's 7B–110B models; 10 items per dataset, so the CIs are wide; accuracies near or below chance, and both models answer one letter under most prompts (the answer shares above), so PSS mostly says how often an item's prompts move the answer off that letter, not how the model reads the question; one base and one instruct model, not a matched pair, so the two are not compared as a factor. A difference inside its CI is reported as within noise, never as a finding; and among many intervals about 5 % exclude 0 by chance alone — the last line counts them against that.
+# Computed from the tables above (nothing here is typed in by hand). **Caveats**: two tiny models (135M instruct, 270M base) far below the paper's 7B–110B models; 10 items per dataset, so the CIs are wide; accuracies near or below chance, and both models answer one letter under most prompts (the answer shares above), so PSS mostly says how often an item's prompts move the answer off that letter, not how the model reads the question; one base and one instruct model, not a matched pair, so the two are not compared as a factor. A difference inside its CI, or one the paired test does not reject, is reported as within noise, never as a finding (`psens.pss.change_verdict`, the rule of the tables' `within_noise`); and among many intervals about 5 % exclude 0 by chance alone — the last line counts them against that.
 
 
 # %%
 import math
-
-
-def verdict(lo: float, hi: float, sign_word: tuple[str, str]) -> str:
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return "undefined (too few items with variation)"
-    if lo > 0:
-        return f"{sign_word[0]}, CI above 0"
-    if hi < 0:
-        return f"{sign_word[1]}, CI below 0"
-    return "within noise (the CI contains 0): not a finding"
-
 
 lines = []
 for (name, model), g in shots_table.groupby(["dataset", "model"], sort=False):
@@ -296,24 +286,27 @@ for (name, model), g in shots_table.groupby(["dataset", "model"], sort=False):
             f"{name} · {model}: PSS {g.iloc[0]['pss']:.3f} at 0 shots, {r['pss']:.3f} at {shot} "
             f"shots; change {r['diff']:+.3f} [{r['diff_lo']:+.3f}, {r['diff_hi']:+.3f}], "
             f"sign-flip p = {r['p_value']:.3f}: "
-            + verdict(r["diff_lo"], r["diff_hi"], ("PSS rose", "PSS fell, as ProSA reports"))
-            + (
-                " — but the paired test does not reject (p >= 0.05): not a finding"
-                if not r["within_noise"] and r["p_value"] >= 0.05
-                else ""
+            + change_verdict(
+                r["diff_lo"],
+                r["diff_hi"],
+                r["p_value"],
+                words=("PSS rose", "PSS fell, as ProSA reports"),
             )
         )
 for _, r in relation.iterrows():
     lines.append(
         f"{r['dataset']} · {r['model']} · {r['shot']} shots: Spearman(S_i, C_i) {r['r']:+.2f} "
         f"[{r['lo']:+.2f}, {r['hi']:+.2f}]: "
-        + verdict(
-            r["lo"], r["hi"], ("positive, against ProSA's claim", "negative, as ProSA reports")
+        + change_verdict(
+            r["lo"],
+            r["hi"],
+            words=("positive, against ProSA's claim", "negative, as ProSA reports"),
         )
     )
 n_tests = int(shots_table["diff"].notna().sum() + len(relation))
-n_excl = int((~shots_table["within_noise"] & shots_table["diff"].notna()).sum())
-n_excl += int(relation["excludes_zero"].sum())
+# intervals that exclude 0, whatever the paired test says
+n_excl = int(((shots_table["diff_lo"] > 0) | (shots_table["diff_hi"] < 0)).sum())
+n_excl += int(((relation["lo"] > 0) | (relation["hi"] < 0)).sum())
 # P(at least n_excl of n_tests independent 95% intervals exclude 0 by chance): binomial tail
 p_chance = sum(
     math.comb(n_tests, k) * 0.05**k * 0.95 ** (n_tests - k) for k in range(n_excl, n_tests + 1)

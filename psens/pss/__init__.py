@@ -10,6 +10,8 @@
   (``templates = "prosa"`` in a run config);
 * :mod:`psens.pss.runs` — analyses of a stored PSS run (``n_vars = 0``): instance ``S_i``
   vs decoding confidence with a bootstrap CI, PSS by shot count against zero shots;
+* :mod:`psens.pss.verdicts` — the one rule saying whether a PSS change or correlation is a
+  finding (:func:`is_finding`) and its sentence (:func:`change_verdict`);
 * :mod:`psens.pss.subjective` — the stored subjective PSS run (§4, ``method =
   "subjective"``): ProSA's three prompt versions, responses, a judge through the OpenAI chat
   interface, the between-instance reference;
@@ -52,22 +54,26 @@ from psens.pss.runs import (
     rank_correlation,
 )
 from psens.pss.tables import pss_tables, sample_dim, variant_dim
+from psens.pss.verdicts import NOT_A_FINDING, change_verdict, is_finding
 from psens.variants import PROSA_STYLES, PROSA_TEMPLATE_IDS, SHOT_COUNTS, render_variant
 
 __all__ = [
     "ARENA_LABEL_SCORES",
+    "NOT_A_FINDING",
     "PROSA_STYLES",
     "PROSA_TEMPLATE_IDS",
     "SHOT_COUNTS",
     "PSSSummary",
     "arena_label_score",
     "chance_pss",
+    "change_verdict",
     "confidence",
     "confidence_relation",
     "find_dim",
     "instance_confidence",
     "instance_pss",
     "instance_table",
+    "is_finding",
     "is_pss_run",
     "load_prosa_versions",
     "load_published_prompts",

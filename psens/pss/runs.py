@@ -13,8 +13,9 @@ confidence ``confidence`` (top next-token probability over the full vocabulary) 
   over instances (§5.2: the paper reports that higher confidence goes with lower PSS);
 * :func:`pss_by_shot` — PSS per shot count with a bootstrap CI, and each shot count
   against zero shots: the paired difference of :math:`S_i`, its CI and sign-flip p-value
-  (:func:`psens.stats.paired_test`); a difference whose CI contains 0 is
-  flagged ``within_noise`` and is not a finding (§3.4 reports that shots lower PSS);
+  (:func:`psens.stats.paired_test`); a difference that is not a finding (its CI contains 0,
+  or the paired test does not reject: :func:`psens.pss.verdicts.is_finding`) is flagged
+  ``within_noise`` (§3.4 reports that shots lower PSS);
 * :func:`summary_lines` — what ``psens summary`` prints for such a run.
 
 Blocks that are not done are left out (NaN), as everywhere in psens.
@@ -36,6 +37,7 @@ import xarray as xr
 
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.pss.metric import instance_pss
+from psens.pss.verdicts import change_verdict, is_finding
 
 __all__ = [
     "chance_pss",
@@ -164,8 +166,10 @@ def confidence_relation(
 
     Returns
     -------
-    DataFrame ``model, shot, n, r, lo, hi, n_boot_valid, excludes_zero``: ``excludes_zero``
-    is False when the CI contains 0 (or is undefined): no relation can be claimed.
+    DataFrame ``model, shot, n, r, lo, hi, n_boot_valid, excludes_zero, verdict``:
+    ``excludes_zero`` is False when the CI contains 0 (or is undefined): no relation can be
+    claimed; ``verdict`` is :func:`psens.pss.verdicts.change_verdict` of the CI ("positive" /
+    "negative", ending in "not a finding" exactly when ``excludes_zero`` is False).
     """
     from psens.stats import percentile_ci
 
@@ -196,7 +200,8 @@ def confidence_relation(
                 "lo": lo,
                 "hi": hi,
                 "n_boot_valid": valid,
-                "excludes_zero": bool(np.isfinite(lo) and (lo > 0 or hi < 0)),
+                "excludes_zero": is_finding(lo, hi),
+                "verdict": change_verdict(lo, hi, words=("positive", "negative")),
             }
         )
     return pd.DataFrame(rows)
@@ -217,13 +222,17 @@ def pss_by_shot(
     bootstrap CI over instances (``lo``, ``hi``). ``diff`` is :math:`\mathrm{PSS}_k -
     \mathrm{PSS}_0` on the instances defined at both, with its paired bootstrap CI
     (``diff_lo``, ``diff_hi``) and the two-sided sign-flip p-value (``p_value``) of
-    :func:`psens.stats.paired_test`; ``within_noise`` is True when that CI
-    contains 0 — such a change is not a finding. ProSA §3.4 reports that few-shot examples
-    lower PSS, most from 0 to 1 shot.
+    :func:`psens.stats.paired_test`. ``verdict`` says whether the change is a finding
+    (:func:`psens.pss.verdicts.change_verdict`: the CI excludes 0 and ``p_value < 0.05``) and
+    ``within_noise`` is True exactly when it is not (:func:`psens.pss.verdicts.is_finding`):
+    the two never disagree. The first shot count's row compares nothing: ``diff`` NaN,
+    ``within_noise`` False, ``verdict`` ``"baseline"``. ProSA §3.4 reports that few-shot
+    examples lower PSS, most from 0 to 1 shot.
 
     Returns
     -------
-    DataFrame ``model, shot, n, pss, lo, hi, diff, diff_lo, diff_hi, p_value, within_noise``.
+    DataFrame ``model, shot, n, pss, lo, hi, diff, diff_lo, diff_hi, p_value, within_noise,
+    verdict``.
     """
     from psens.stats import (
         bootstrap_means,
@@ -245,6 +254,7 @@ def pss_by_shot(
         for k, shot in enumerate(shots):
             first = k == 0
             d_lo, d_hi = float(test["diff_lo"][k]), float(test["diff_hi"][k])
+            p = float(test["p_value"][k])
             rows.append(
                 {
                     "model": model,
@@ -256,8 +266,9 @@ def pss_by_shot(
                     "diff": np.nan if first else float(test["diff"][k]),
                     "diff_lo": np.nan if first else d_lo,
                     "diff_hi": np.nan if first else d_hi,
-                    "p_value": np.nan if first else float(test["p_value"][k]),
-                    "within_noise": (not first) and not (d_lo > 0 or d_hi < 0),
+                    "p_value": np.nan if first else p,
+                    "within_noise": (not first) and not is_finding(d_lo, d_hi, p),
+                    "verdict": "baseline" if first else change_verdict(d_lo, d_hi, p),
                 }
             )
     return pd.DataFrame(rows)
