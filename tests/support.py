@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -45,12 +46,34 @@ def git_checkout(folder: Path, notebooks: list[str]) -> Path:
     return folder
 
 
-def git_status(folder: Path) -> str:
-    """``git status --porcelain`` of ``folder`` (empty: nothing changed or added)."""
+def git_status(folder: Path, paths: Sequence[str] = ()) -> str:
+    """``git status --porcelain`` of ``folder`` (empty: nothing changed or added), limited to
+    ``paths`` (relative to ``folder``) when given."""
     import subprocess
 
-    cmd = ["git", "-C", str(folder), "status", "--porcelain"]
+    cmd = ["git", "-C", str(folder), "status", "--porcelain", "--", *paths]
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+
+
+def pss_run(correct, confidence, models=("m1", "m2"), shots=(0, 1, 3)):
+    """A PSS run's layout (n_vars = 0) holding the given values [model, sample, shot, tmpl]."""
+    _, n, n_h, n_t = correct.shape
+    from psens.store import build
+
+    ds = build(
+        models=list(models),
+        samples=[f"s{i}" for i in range(n)],
+        templates=[f"t{j}" for j in range(n_t)],
+        words=[[] for _ in range(n)],
+        prompts=np.full((n, n_h, n_t), "p", dtype=object),
+        targets=[" A"] * n,
+        n_max=0,
+        shots=list(shots),
+    )
+    ds["correct"].values[:] = correct
+    ds["confidence"].values[:] = confidence
+    ds["status"].values[:] = 1
+    return ds
 
 
 REFERENCE = ROOT / "data" / "reference"

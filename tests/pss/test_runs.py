@@ -17,31 +17,13 @@ from psens.pss.runs import (
     rank_correlation,
 )
 from psens.store import build
+from tests.support import pss_run as fake_run
 
 
 def literal_s_i(row):
     y = [v for v in row if not math.isnan(v)]
     pairs = list(itertools.combinations(y, 2))
     return sum(abs(a - b) for a, b in pairs) / len(pairs) if pairs else math.nan
-
-
-def fake_run(correct, confidence, models=("m1", "m2"), shots=(0, 1, 3)):
-    """A PSS run's layout (n_vars = 0) holding the given values [model, sample, shot, tmpl]."""
-    _, n, n_h, n_t = correct.shape
-    ds = build(
-        models=list(models),
-        samples=[f"s{i}" for i in range(n)],
-        templates=[f"t{j}" for j in range(n_t)],
-        words=[[] for _ in range(n)],
-        prompts=np.full((n, n_h, n_t), "p", dtype=object),
-        targets=[" A"] * n,
-        n_max=0,
-        shots=list(shots),
-    )
-    ds["correct"].values[:] = correct
-    ds["confidence"].values[:] = confidence
-    ds["status"].values[:] = 1
-    return ds
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from psens.pss import NOT_A_FINDING, change_verdict, confidence_relation, is_finding, pss_by_shot
-from tests.pss.test_runs import fake_run
+from tests.support import pss_run as fake_run
 
 
 @pytest.mark.parametrize(
