@@ -217,16 +217,17 @@ else:
     print("variables:", [str(w) for w in run_l["word"].values[s0] if str(w)])
 
 # %% [markdown]
-# IPS per model for the template pairs against the paraphrase pairs and the reorder pairs, with bootstrap 95 % intervals over the items and a paired sign-flip p-value. With 4 items the smallest possible paired p-value is 0.125: whichever kind comes out higher, this run cannot call it a finding; and SmolLM2-135M-Instruct vs Gemma-3-270M (base) is not a matched pair, so it says nothing about instruction tuning.
+# IPS per model for the template pairs against the paraphrase pairs and the reorder pairs, with bootstrap 95 % intervals over the items and a paired sign-flip p-value. The cell below first prints the run's number of items $n$ and the smallest paired p-value they allow, $2/2^n$: while it is at least 0.05 ($n \le 5$; the shipped run has 4 items), whichever kind comes out higher, the run cannot call it a finding; and SmolLM2-135M-Instruct vs Gemma-3-270M (base) is not a matched pair, so it says nothing about instruction tuning.
 
 # %%
 if run_l is not None:
+    n_items = run_l.sizes["sample"]
+    print(f"{n_items} items: the smallest possible paired p-value is {2 / 2**n_items:.3f}")
     cols = ["model", "ips_altering", "ips_altering_lo", "ips_altering_hi"]
     for rewrite in ("paraphrase", "reorder"):
         tab = F.ips_by_perturbation(run_l, kinds=("altering", rewrite), n_boot=1000, n_perm=2000)
         show = tab[[*cols, f"ips_{rewrite}", f"ips_{rewrite}_lo", f"ips_{rewrite}_hi", "p_value"]]
         display(show.round(3))
-        n_items = run_l.sizes["sample"]
         for row in tab.itertuples():
             if row.diff_lo <= 0 <= row.diff_hi:
                 why = "the CI contains 0: not a finding"

@@ -168,8 +168,22 @@ format_pss(ds)
 w = pw.FormatSpace(ds)
 w
 
+# %%
+import numpy as np
+
+for model, x in correctness(acc_ds).items():
+    right = np.sort(np.asarray(x).sum(axis=0))  # items answered right, per format
+    row = spread.set_index("model").loc[model]
+    print(
+        f"{model}: {x.shape[0]} items x {x.shape[1]} formats; spread {row.spread:.3f} "
+        f"(formats that do not matter: {row.null_spread:.3f}, p = {row.p_value:.2f}): "
+        + ("within noise" if row.within_noise else "above the noise")
+        + f"; best format {right[-1]:.0f} items right, {right[-1] - right[-2]:.0f} more than "
+        f"the next; worst {right[0]:.0f}, {right[1] - right[0]:.0f} fewer than the next"
+    )
+
 # %% [markdown]
-# **Reading.** On 150 items the two models' accuracy spreads over the 16 formats are inside the spread of formats that do not matter (`within_noise`): these small models, near the 4-option chance of 0.25, show no measurable format sensitivity in accuracy, so the pool's "best" and "worst" format are one to three items ahead of the next and no search finds them reliably from 30 % of the calls — the search's low posterior probabilities say as much. Sections 4–5 rest on 6 items: CIs are wide, and cells flagged `within_noise` are not findings. The grammar, the search and the per-dimension table are the tools; larger models, or more items (`samples`) in `templates = {grammar = "default", k = 16, seed = 0}`, give figures worth reading.
+# **Reading.** The cell above prints the accuracy run's figures. On the shipped run, 150 items, the two models' accuracy spreads over the 16 formats are inside the spread of formats that do not matter (`within_noise`): these small models, near the 4-option chance of 0.25, show no measurable format sensitivity in accuracy, so the pool's "best" and "worst" format are only a few items ahead of the next (the cell above prints how many) and no search finds them reliably from 30 % of the calls — the search's low posterior probabilities say as much. Sections 4–5 rest on 6 items: CIs are wide, and cells flagged `within_noise` are not findings. The grammar, the search and the per-dimension table are the tools; larger models, or more items (`samples`) in `templates = {grammar = "default", k = 16, seed = 0}`, give figures worth reading.
 
 # %% [markdown]
 # ## 6 · Real models: Mind Your Format's published accuracies

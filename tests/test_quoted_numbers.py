@@ -1,0 +1,257 @@
+"""The numbers notebooks 00–14 quote in their Markdown are the ones psens computes.
+
+A notebook's Markdown either prints nothing run-specific ("the cell above prints …") or quotes
+a number this file recomputes with the function that computes it, from the shipped run in
+``data/runs/``: a quote fails here when the run, the function or the text drifts. Every other
+decimal or percentage in the Markdown is registered in :data:`NOT_FROM_A_RUN` with what it is
+(a paper's number, a method setting, a closed form), so a new run-derived quote cannot slip
+in unchecked; and a quantity quoted in several places (a notebook, the README,
+``data/runs/README.md``) is checked to read the same in each.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.support import ROOT
+
+RUNS = ROOT / "data" / "runs"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
+
+
+@cache
+def markdown(stem: str) -> str:
+    """The Markdown cells of notebook ``stem``, whitespace collapsed to single spaces."""
+    import jupytext
+
+    nb = jupytext.read(ROOT / "notebooks" / f"{stem}.py", fmt="py:percent")
+    text = " ".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    return " ".join(text.split())
+
+
+def flat(path: Path) -> str:
+    return " ".join(path.read_text(encoding="utf-8").split())
+
+
+def quoted(stem: str, quote: str) -> None:
+    assert quote in markdown(stem), f"notebook {stem} no longer says {quote!r}"
+
+
+@cache
+def run(name: str):
+    from psens import open_run
+
+    return open_run(RUNS / f"{name}.nc")
+
+
+#: Decimals and percentages the notebooks' Markdown quotes that no run computes: the papers'
+#: published numbers, method settings and closed forms (the reason says which). A number
+#: that is not here must be checked by a test below (and added to CHECKED).
+NOT_FROM_A_RUN: dict[str, dict[str, str]] = {
+    "00_start_here": {"95 %": "the bootstrap CI level"},
+    "01_interactions_faithfulness": {
+        "3.1": "theorem number",
+        "3.2": "section number",
+        "100 %": "slider end",
+        "3 %": "the paper's top share",
+        "5 %": "the paper's top share",
+    },
+    "02_case_studies": {
+        "0.5": "the class rule's ratio",
+        "2.7": "the paper's fig. 3b",
+        "6.8": "the paper's fig. 3b",
+        "42.6": "the paper's fig. 3b",
+        "47.4": "the paper's fig. 3b",
+        "6.8 %": "the paper's fig. 3b",
+        "47.4 %": "the paper's fig. 3b",
+        "50 %": "the paper's fig. 3b",
+        "80 %": "the paper's fig. 3b",
+    },
+    "03_ips_across_models": {
+        "0.05": "the paper's τ range",
+        "0.20": "the paper's τ range",
+        "1.268": "the paper's fig. 4a",
+        "1.752": "the paper's fig. 4a",
+    },
+    "05_factors": {
+        **dict.fromkeys(
+            ["1.483", "1.568", "1.580", "1.606", "1.632", "1.642", "1.665", "1.714"],
+            "the paper's table (dense vs MoE)",
+        ),
+        "4.3": "section number",
+        "95 %": "the bootstrap CI level",
+    },
+    "06_threshold_robustness": {
+        **dict.fromkeys(["0.01", "0.05", "0.1", "0.15", "0.20"], "the thresholds τ"),
+        "0.9": "the notebook's holding rule for Spearman ρ",
+        **dict.fromkeys(["0.9465", "0.9905", "0.9957", "1.72", "96.7", "96.7 %"], "paper tab. 2"),
+    },
+    "08_open_ended": {"0.05": "the test level", "95 %": "the bootstrap CI level"},
+    "09_prosa_pss": {
+        "0.05": "the test level",
+        "0.1": "ProSA's rule of thumb",
+        **dict.fromkeys(["0.249", "0.266", "0.275"], "ProSA tab. 2"),
+        **dict.fromkeys(["0.25", "0.5", "0.75"], "ProSA's arena label scores"),
+        "0.375": "chance_pss(1/4), closed form (checked below)",
+        "0.32": "chance_pss(1/5), closed form (checked below)",
+        "5 %": "the share of 95 % intervals excluding 0 by chance",
+        "95 %": "the bootstrap CI level",
+    },
+    "10_eas": {"95 %": "the bootstrap CI level"},
+    "11_dbsa": {
+        **dict.fromkeys(["0.06", "0.08", "0.11", "0.07", "0.44"], "the DBSA paper's tables"),
+        "0.05": "the test level",
+        "3.5": "the DBSA paper's model name (GPT-3.5)",
+        "5 %": "the test level",
+    },
+    "14_format_space": {
+        **dict.fromkeys(
+            ["0.04", "0.05", "0.06", "0.09", "0.13", "0.15", "0.33", "0.36", "90 %"],
+            "psens's reading of Mind Your Format's published table "
+            "(tests/formats/test_published.py recomputes it)",
+        ),
+        "0.25": "4-option chance (checked below)",
+        "2.0": "licence name (Apache-2.0)",
+        "30 %": "the search budget (checked below)",
+    },
+}
+
+
+def _numbers(text: str) -> set[str]:
+    decimals = re.findall(r"(?<![\w.§])\d+\.\d+(?![\w.]\d)", text)
+    percents = re.findall(r"(?<![\w.])\d+(?:\.\d+)? ?%", text)
+    return set(decimals) | {p.replace("%", " %").replace("  ", " ") for p in percents}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_quoted_number_is_registered_or_checked(path):
+    """A decimal or percentage in a notebook's Markdown is a registered non-run number
+    (:data:`NOT_FROM_A_RUN`) or one this file recomputes: a new quote fails until it is."""
+    found = _numbers(markdown(path.stem))
+    known = set(NOT_FROM_A_RUN.get(path.stem, {}))
+    assert found <= known, (
+        f"{path.stem} quotes {sorted(found - known)}: print it from a code cell, or check it "
+        "here and register it in NOT_FROM_A_RUN"
+    )
+
+
+# --------------------------------------------------------------- the quotes of the runs
+
+
+def test_00_the_majority_caveat_it_quotes_is_the_shipped_runs():
+    """Notebook 00's example caveat is SmolLM2's on the shipped ARC run (0 shots), as the
+    README and data/runs/README.md quote it."""
+    from psens.ips.headline import headline
+    from psens.ips.verdicts import findings
+
+    caveat = "majority answer A on 95 %"
+    quoted("00_start_here", f'("{caveat}")')
+    why = findings(headline(run("arc"), shot=0))
+    assert caveat in why["smollm2-135m-instruct"]
+    for doc in (ROOT / "README.md", RUNS / "README.md"):
+        assert caveat in flat(doc), doc
+
+
+def test_08_the_item_count_behind_the_smallest_p_value():
+    quoted("08_open_ended", "($n \\le 5$; the shipped run has 4 items)")
+    n = run("appendix_l").sizes["sample"]
+    assert n == 4
+    # the sign-flip test's smallest p-value over n items is 2 / 2^n, below 0.05 from n = 6
+    assert max(k for k in range(1, 10) if 2 / 2**k >= 0.05) == 5
+    assert "with 4 items the smallest possible paired p is 0.125" in flat(RUNS / "README.md")
+    assert 2 / 2**n == 0.125
+
+
+def test_09_the_shipped_pss_runs_sizes():
+    quoted(
+        "09_prosa_pss",
+        "on 10 ARC-Challenge and 10 CommonsenseQA validation items × ProSA's 12 published "
+        "prompts × 0/1/3 shots) and the subjective run `pss-alpaca.nc` (12 AlpacaEval "
+        "instructions × ProSA's three published versions",
+    )
+    quoted("09_prosa_pss", "10 items per dataset")
+    for name in ("pss-arc", "pss-csqa"):
+        ds = run(name)
+        assert ds.sizes["sample"] == 10 and ds.sizes["template"] == 12, name
+        assert [int(s) for s in ds["shot"].values] == [0, 1, 3], name
+    alpaca = run("pss-alpaca")
+    assert alpaca.sizes["sample"] == 12 and alpaca.sizes["version"] == 3
+    quoted("09_prosa_pss", "(≤ 64 tokens)")
+    quoted("09_prosa_pss", "(cut to 300 characters)")
+    assert alpaca.attrs["max_new_tokens"] == 64 and alpaca.attrs["max_reference_chars"] == 300
+
+
+def test_09_chance_pss_quotes_are_the_closed_form():
+    from psens.pss import chance_pss
+
+    quoted("09_prosa_pss", "0.375 for four options, 0.32 for five")
+    assert chance_pss(1 / 4) == 0.375 and round(chance_pss(1 / 5), 2) == 0.32
+
+
+def test_10_the_shipped_eas_runs_sizes():
+    quoted(
+        "10_eas", "answering 6 items each of ARC-Challenge, BoolQ and SQuAD under the 8 templates"
+    )
+    quoted("10_eas", "a greedy answer of at most 12 tokens from each model")
+    quoted("10_eas", "with 6 items per task")
+    ds = run("eas")
+    assert json.loads(ds.attrs["datasets"]) == ["arc-challenge", "boolq", "squad"]
+    assert ds.attrs["samples"] == 6 and ds.sizes["sample"] == 3 * 6
+    assert ds.sizes["template"] == 8 and ds.attrs["max_new_tokens"] == 12
+
+
+def test_11_the_shipped_dbsa_runs_settings():
+    quoted(
+        "11_dbsa", "(the shipped run: $n = m = 6$ answers of at most 16 tokens, $k = 1$ neighbour"
+    )
+    attrs = run("dbsa").attrs
+    assert (attrs["n"], attrs["m"], attrs["max_tokens"], attrs["k"]) == (6, 6, 16, 1)
+
+
+def test_14_the_shipped_format_runs_reading():
+    """Notebook 14's reading of ``formats-acc.nc``: 150 items, 16 formats, both spreads within
+    noise, near the 4-option chance; the search's 30 % budget is the one the notebook runs;
+    ``formats.nc`` has 6 items. data/runs/README.md quotes the same run."""
+    from psens.formats.analysis import accuracy_spread
+
+    quoted(
+        "14_format_space",
+        "On the shipped run, 150 items, the two models' accuracy spreads over the 16 formats are "
+        "inside the spread of formats that do not matter (`within_noise`)",
+    )
+    quoted("14_format_space", "near the 4-option chance of 0.25")
+    quoted("14_format_space", "no search finds them reliably from 30 % of the calls")
+    quoted("14_format_space", "Sections 4–5 rest on 6 items")
+    quoted("14_format_space", "`formats.nc` 6 items")
+    acc = run("formats-acc")
+    assert acc.sizes["sample"] == 150 and acc.sizes["template"] == 16
+    assert run("formats").sizes["sample"] == 6 and run("formats").sizes["template"] == 16
+    spread = accuracy_spread(acc, n_boot=500, n_perm=500)
+    assert spread["within_noise"].all(), spread
+    assert (spread["best_accuracy"] < 0.35).all()  # near the chance of 0.25
+    code = (ROOT / "notebooks" / "14_format_space.py").read_text()
+    assert "fraction=0.3," in code
+    assert "Accuracy over 150 items (4-option chance 0.25)" in flat(RUNS / "README.md")
+
+
+def test_a_quantity_has_one_number_everywhere():
+    """SmolLM2's 0-shot IPS on the shipped ARC run reads the same (to the precision quoted)
+    wherever it is quoted, and each quote says what it pools (0-shot, the run's pairs)."""
+    from psens.ips.headline import headline
+
+    head = headline(run("arc"), shot=0)
+    row = head[(head["model"] == "smollm2-135m-instruct") & (head["order"] == "all")].iloc[0]
+    ips = float(row["ips"])
+    readme = flat(ROOT / "README.md")
+    assert f"SmolLM2 has IPS {ips:.2f}" in readme and "on 0-shot, 5 templates (10 pairs)" in readme
+    table = flat(RUNS / "README.md")
+    assert f"| smollm2-135m-instruct | 0 | {ips:.3f} |" in table
+    for stem in (p.stem for p in NOTEBOOKS):  # a notebook prints it, never types it
+        assert f"{ips:.3f}" not in markdown(stem) and f"IPS {ips:.2f}" not in markdown(stem)
+    assert np.isfinite(ips)
