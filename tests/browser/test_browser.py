@@ -1,11 +1,12 @@
 """A real browser: JupyterLab + headless Debian Chromium, driven by Python playwright.
 
-JupyterLab (on 127.0.0.1, started as ``make lab`` starts it) serves copies of every notebook
-(found by glob, so new ones are covered) at tiny size, with every request to another host
-blocked. Each notebook is opened and saved — the files must stay byte for byte the tracked
-ones (``git status`` clean) — then run top to bottom in its own kernel: no error output, no
-console error, no failed or blocked request, and every chart drew marks (offline Vega).
-A tracked notebook run and saved with Ctrl+S leaves ``git status`` clean.
+JupyterLab (on 127.0.0.1, started as ``make lab`` starts it) serves a git checkout of every
+notebook (found by glob, so new ones are covered) at tiny size, with every request to another
+host blocked. Each notebook is opened and saved — the files must stay byte for byte the
+tracked ones — then run top to bottom in its own kernel: no error output, no console error,
+no failed or blocked request, and every chart drew marks (offline Vega); then saved with
+Ctrl+S, outputs on the page: the stored notebook has no outputs and ``git status --porcelain``
+is clean for its pair. Its kernel is shut down before the next notebook opens.
 Notebooks 00, 02 and 04 also get a control changed, asserting that the chart changed, that
 dropdowns display their value (not a blank box) and show long names in full. The report
 test opens a report built from hostile ids. Screenshots go to ``build/browser/``. The
@@ -18,7 +19,6 @@ Run with ``make test-browser`` (installs chromium with apt when missing) or
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -42,17 +42,16 @@ LOCAL = {"127.0.0.1"}
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory, request):
-    """A JupyterLab server on loopback serving a temp checkout: copies of the notebook pairs
-    and of ``jupytext.toml``, ``data/`` linked."""
+    """A JupyterLab server on loopback serving a temp git checkout (as ``make lab`` serves
+    the repository): the notebook pairs, ``jupytext.toml`` and ``.gitignore`` committed,
+    ``data/`` linked (and excluded: the shipped runs are not part of this checkout)."""
     pytest.importorskip("jupyterlab")
     home = tmp_path_factory.mktemp("lab")
-    root = home / "root"
-    (root / "notebooks").mkdir(parents=True)
-    for path in (ROOT / "notebooks").iterdir():
-        if path.suffix in (".ipynb", ".py"):
-            shutil.copy(path, root / "notebooks" / path.name)
-    shutil.copy(ROOT / "jupytext.toml", root / "jupytext.toml")
+    root = git_checkout(home / "root", [n.removesuffix(".ipynb") for n in NOTEBOOKS])
     (root / "data").symlink_to(ROOT / "data")
+    with open(root / ".git" / "info" / "exclude", "a") as exclude:
+        exclude.write("/data\n")
+    assert git_status(root) == ""
     info, stop = harness.start_lab(home, root, {"PSENS_SIZE": "tiny", "PSENS_RUN": ""})
     request.addfinalizer(stop)
     return {**info, "root": root}
@@ -95,6 +94,26 @@ def _page(browser):
         lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None,
     )
     return page, problems
+
+
+def _shutdown_kernel(page) -> None:
+    """Shut down the current notebook's kernel (through the page, as File > Shut Down
+    Kernel does), so each notebook runs in its own kernel and finished ones free memory."""
+    page.evaluate(
+        "async () => { const w = window.jupyterapp.shell.currentWidget;"
+        " if (w && w.sessionContext && w.sessionContext.session)"
+        " { await w.sessionContext.shutdown(); } }"
+    )
+
+
+def _save_with_ctrl_s(page, path: Path) -> None:
+    """Save the current notebook as a user does (focus it, Ctrl+S) and wait for the files."""
+    page.locator(".jp-Notebook").first.click()  # focus the notebook, as a user does
+    page.keyboard.press("Control+s")
+    page.wait_for_function(
+        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
+    )
+    harness.wait_saved(path)
 
 
 def _no_error_outputs(page) -> None:
@@ -162,7 +181,8 @@ _MARKS = """() => [...document.querySelectorAll('.vega-embed')].map(e => {
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_every_notebook_saves_unchanged_runs_offline_and_draws(lab, browser, name):
-    """Open and save: the pair is unchanged; run all: no error, every chart drew marks."""
+    """Open and save: the pair is unchanged; run all: no error, every chart drew marks; save
+    with Ctrl+S (outputs on the page): no outputs stored, ``git status`` clean for the pair."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     page, problems = _page(browser)
     stem = name.removesuffix(".ipynb")
@@ -174,7 +194,7 @@ def test_every_notebook_saves_unchanged_runs_offline_and_draws(lab, browser, nam
         page.wait_for_function(
             "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
         )
-        harness.wait_saved(lab["root"] / "notebooks" / name)
+        harness.wait_saved(files["ipynb"])
         for ext, path in files.items():
             assert path.read_bytes() == tracked[ext], (
                 f"opening and saving {stem}.{ext} in JupyterLab changed it"
@@ -190,8 +210,19 @@ def test_every_notebook_saves_unchanged_runs_offline_and_draws(lab, browser, nam
         (SHOTS / f"{stem}_charts.json").write_text(json.dumps(charts, indent=1))
         blank = [c for c in charts if not c["marks"]]
         assert not blank, f"{name}: {len(blank)} of {len(charts)} charts drew no marks: {blank}"
+
+        # run, then saved as a user saves: the tracked files again (the pre-save hook drops
+        # outputs, execution counts and the kernel's metadata)
+        assert page.locator(".jp-OutputArea-output").count() > 0  # outputs in the browser
+        _save_with_ctrl_s(page, files["ipynb"])
+        stored = json.loads(files["ipynb"].read_text())
+        assert not any(c.get("outputs") for c in stored["cells"] if c["cell_type"] == "code")
+        assert not any(c.get("execution_count") for c in stored["cells"] if "execution_count" in c)
+        pair = [f"notebooks/{stem}.ipynb", f"notebooks/{stem}.py"]
+        assert git_status(lab["root"], pair) == "", f"saving the run {name} changed the checkout"
     finally:
         page.screenshot(path=str(SHOTS / f"{stem}_all.png"), full_page=True)
+        _shutdown_kernel(page)
         page.close()
     assert not problems, "\n".join(problems)
 
@@ -237,6 +268,7 @@ def test_orders_notebook_runs_and_reacts(lab, browser):
         output.screenshot(path=str(SHOTS / "order_ips_by_order.png"))
     finally:
         page.screenshot(path=str(SHOTS / "04_orders_final.png"))
+        _shutdown_kernel(page)
         page.close()
     assert not problems, "\n".join(problems)
 
@@ -273,6 +305,7 @@ def test_case_studies_notebook_pair_dropdown(lab, browser):
         output.screenshot(path=str(SHOTS / "classes_ips1_ips2.png"))
     finally:
         page.screenshot(path=str(SHOTS / "02_case_studies_final.png"))
+        _shutdown_kernel(page)
         page.close()
     assert not problems, "\n".join(problems)
 
@@ -341,41 +374,8 @@ def test_start_here_notebook_with_a_widget(lab, browser):
         case.screenshot(path=str(SHOTS / "00_case_study_long_names.png"))
     finally:
         page.screenshot(path=str(SHOTS / "00_start_here_final.png"))
+        _shutdown_kernel(page)
         page.close()
-    assert not problems, "\n".join(problems)
-
-
-def test_running_and_saving_a_tracked_notebook_leaves_git_clean(browser, tmp_path):
-    """``make lab`` on a git checkout: notebook 00 opened, run to the end and saved with
-    Ctrl+S (outputs on the page) is the tracked file again: ``git status --porcelain`` is
-    empty (the pre-save hook drops outputs, execution counts and the kernel's metadata)."""
-    pytest.importorskip("jupyterlab")
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    name = "00_start_here.ipynb"
-    root = git_checkout(tmp_path / "root", [name.removesuffix(".ipynb")])
-    (root / "data").symlink_to(ROOT / "data")
-    with open(root / ".git" / "info" / "exclude", "a") as exclude:
-        exclude.write("/data\n")  # the shipped runs, linked (not part of this checkout)
-    assert git_status(root) == ""
-    info, stop = harness.start_lab(tmp_path / "lab", root, {"PSENS_SIZE": "tiny", "PSENS_RUN": ""})
-    page, problems = _page(browser)
-    try:
-        harness.open_and_run_all(page, f"{info['url']}/lab/tree/notebooks/{name}")
-        _no_error_outputs(page)
-        assert page.locator(".jp-OutputArea-output").count() > 0  # outputs in the browser
-        page.locator(".jp-Notebook").first.click()  # focus the notebook, as a user does
-        page.keyboard.press("Control+s")
-        page.wait_for_function(
-            "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
-        )
-        harness.wait_saved(root / "notebooks" / name)
-        stored = json.loads((root / "notebooks" / name).read_text())
-        assert not any(c.get("outputs") for c in stored["cells"] if c["cell_type"] == "code")
-        assert git_status(root) == "", "saving the run notebook changed the checkout"
-    finally:
-        page.screenshot(path=str(SHOTS / "00_saved_after_run.png"))
-        page.close()
-        stop()
     assert not problems, "\n".join(problems)
 
 
