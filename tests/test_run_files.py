@@ -41,9 +41,9 @@ def test_a_shipped_run_opens_summarises_verifies_and_exports(path, tmp_path, cap
     else:
         assert out.startswith("psens run summary:")
 
-    assert main(["verify", str(path)]) == 0
+    assert main(["verify", str(path)]) == 0  # every shipped file is sealed
     line = capsys.readouterr().out
-    assert "no checksums recorded (written by an earlier psens)" in line, line
+    assert " ok: " in line and "match their checksums" in line, line
 
     copy = tmp_path / path.name
     assert main(["export", str(path), str(copy)]) == 0
@@ -130,3 +130,15 @@ def test_method_run_progress_goes_to_stderr(tmp_path, fake_models, capsys):  # n
     assert "eas: smollm2-135m-instruct: " in err and "eas: judge " in err
     method_runs.run(_config(tmp_path), progress=False, overwrite=True)
     assert capsys.readouterr() == ("", "")
+
+
+def test_a_file_of_an_earlier_psens_without_checksums_still_opens_and_verifies(tmp_path, capsys):
+    """The shipped files were sealed in place (their arrays unchanged); a file written
+    before psens sealed its exports has no checksum attr and keeps opening."""
+    copy = tmp_path / "arc.nc"
+    copy.write_bytes((RUNS / "arc.nc").read_bytes())
+    with h5py.File(copy, "r+") as f:
+        del f.attrs[store.CHECKSUM_ATTR]
+    assert main(["verify", str(copy)]) == 0
+    assert "no checksums recorded (written by an earlier psens)" in capsys.readouterr().out
+    xr.testing.assert_equal(psens.open_run(copy), psens.open_run(RUNS / "arc.nc"))

@@ -451,6 +451,7 @@ def hit_rates(
     fraction: float = 0.3,
     seeds: int = 10,
     search: Callable[..., SearchResult] | None = None,
+    spread_share: float = 0.9,
 ) -> dict[str, Any]:
     r"""How often a search finds the best and the worst format of a stored oracle.
 
@@ -460,7 +461,13 @@ def hit_rates(
     format it answers has ``acc = max_f acc_f`` (``min``) — **a format tied with the true
     extreme counts as a hit** (``n_best_ties``/``n_worst_ties`` say how many share it).
     ``best_regret``/``worst_regret``: the mean accuracy gap between the answer and the true
-    extreme.
+    extreme. The *reported spread* of a seed is the pool accuracy of the format it answers
+    as best minus that of the one it answers as worst, as a share of the true spread,
+
+    .. math:: r_s = \frac{acc_{\hat b_s} - acc_{\hat w_s}}{\max_f acc_f - \min_f acc_f},
+
+    ``spread_ratios`` lists ``r_s`` per seed (NaN when every format has the same accuracy)
+    and ``spread_hits`` counts the seeds with ``r_s ≥ spread_share`` (default 0.9).
 
     Examples
     --------
@@ -472,6 +479,7 @@ def hit_rates(
     """
     x = np.asarray(correct, dtype=float)
     check_in_interval(fraction, "psens.formats.hit_rates", "fraction", 0.0, 1.0)
+    check_in_interval(spread_share, "psens.formats.hit_rates", "spread_share", 0.0, 1.0)
     seeds = check_positive_int(seeds, "psens.formats.hit_rates", "seeds")
     search = paired_search if search is None else search
     acc = x.mean(axis=0)
@@ -480,6 +488,8 @@ def hit_rates(
     best = np.array([acc[r.best] for r in res])
     worst = np.array([acc[r.worst] for r in res])
     calls = np.array([r.calls for r in res])
+    true_spread = acc.max() - acc.min()
+    ratios = (best - worst) / true_spread if true_spread > 0 else np.full(seeds, np.nan)
     return {
         "seeds": seeds,
         "best_hits": int((best == acc.max()).sum()),
@@ -495,6 +505,10 @@ def hit_rates(
         "p_worst": float(np.mean([r.p_worst for r in res])),
         "n_best_ties": int((acc == acc.max()).sum()),
         "n_worst_ties": int((acc == acc.min()).sum()),
+        "true_spread": float(true_spread),
+        "spread_ratios": [float(r) for r in ratios],
+        "spread_share": float(spread_share),
+        "spread_hits": int((ratios >= spread_share - 1e-12).sum()),
     }
 
 

@@ -76,9 +76,16 @@ _OPTION = re.compile(r"^\s*\(?[A-Z][.):]", flags=re.M)
 def chance_level(ds, shot: int | None = None) -> float:
     """Mean over items of :math:`1/k_x`, :math:`k_x` the options of item :math:`x` as its
     prompt lists them (lines ``A.``, ``A)``, ``(A)``, ``A:`` after the prompt's last blank
-    line, i.e. of the item itself, not of few-shot examples); NaN for open-ended items."""
+    line, i.e. of the item itself, not of few-shot examples); NaN for open-ended items.
+    In a cloze run (``answer = "cloze"``: the prompt lists no options) :math:`k_x` is the
+    number of options scored as continuations (the non-empty ``option_label`` of item
+    :math:`x`)."""
     from psens.ips.tables import at_shot
 
+    if "option_label" in ds.coords:
+        labels = ds["option_label"].transpose("sample", ...).values
+        ks = np.array([sum(bool(str(x)) for x in row) for row in labels])
+        return float(np.mean(1.0 / ks[ks > 0])) if (ks > 0).any() else float("nan")
     if "prompt" not in ds.variables:
         return float("nan")
     prompt = at_shot(ds["prompt"], shot)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -262,3 +263,28 @@ def test_budget_needed_is_the_first_fraction_that_reaches_the_hits():
     assert budget_needed(_shipped()[0], hits=9, fractions=(0.1,))["fraction"] is None
     with pytest.raises(ValueError, match="at most one hit per seed"):
         budget_needed(oracle, hits=11, seeds=10)
+
+
+def test_hit_rates_reported_spread_against_a_literal_count():
+    """The reported spread (pool accuracy of the answered best minus the answered worst)
+    as a share of the true spread, per seed, recomputed literally from the searches."""
+    oracle = _separated(60, seed=1)
+    true = oracle.mean(axis=0)
+    h = hit_rates(oracle, fraction=0.3, seeds=4, spread_share=0.9)
+    budget = int(np.floor(0.3 * oracle.size))
+    expect = []
+    for s in range(4):
+        r = paired_search(oracle, budget, seed=s)
+        expect.append((true[r.best] - true[r.worst]) / (true.max() - true.min()))
+    np.testing.assert_allclose(h["spread_ratios"], expect)
+    assert h["spread_hits"] == sum(e >= 0.9 for e in expect)
+    assert h["true_spread"] == pytest.approx(true.max() - true.min())
+
+    # a search that answers the same format for both reports no spread at all
+    def lazy(x, budget, seed=0):
+        r = paired_search(x, budget, seed=seed)
+        return dataclasses.replace(r, worst=r.best)
+
+    assert hit_rates(oracle, seeds=2, search=lazy)["spread_hits"] == 0
+    flat = np.ones((10, 3))
+    assert np.isnan(hit_rates(flat, seeds=2)["spread_ratios"]).all()

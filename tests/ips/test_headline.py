@@ -205,3 +205,15 @@ def test_the_runs_readme_table_by_shot_is_the_headline():
                 f"{f(a['diff'])} [{f(a.diff_lo)}, {f(a.diff_hi)}] | {a.accuracy:.2f} | {verdict} |"
             )
     assert rows == want
+
+
+def test_chance_level_of_a_cloze_run_counts_the_scored_options():
+    """A cloze prompt lists no options: chance is the mean of 1/k over the items' scored
+    options (padding labels are empty)."""
+    import xarray as xr
+
+    labels = np.array([["A", "B", "C", "D"], ["A", "B", "C", ""], ["1", "2", "", ""]], object)
+    ds = xr.Dataset(
+        coords={"option_label": (("sample", "option"), labels), "sample": ["a", "b", "c"]}
+    )
+    assert chance_level(ds) == pytest.approx(np.mean([1 / 4, 1 / 3, 1 / 2]))
