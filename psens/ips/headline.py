@@ -69,6 +69,8 @@ MAJORITY_SHARE = 0.8
 #: The caveat of a model whose IPS is not above its noise floor.
 NOT_ABOVE_FLOOR = "not above the noise floor"
 BELOW_CHANCE = "accuracy at or below chance"
+#: the level of the paired floor test a model's IPS must pass to be above its floor
+FLOOR_ALPHA = 0.05
 
 _OPTION = re.compile(r"^\s*\(?[A-Z][.):]", flags=re.M)
 
@@ -355,7 +357,9 @@ def _headline(ds, shot, tau, per_sample, floor, *, n_boot, ci, seed) -> pd.DataF
     table = tables.order_ips_table(
         per_sample, tables.model_meta(ds), shot, floor=floor, n_boot=n_boot, ci=ci, seed=seed
     )
-    table["above_floor"] = table["diff_lo"] > 0
+    # above the floor: the CI of IPS − floor excludes 0 *and* the paired test agrees
+    # (with few items a CI can exclude 0 where the sign-flip p cannot go below 2 / 2^n)
+    table["above_floor"] = (table["diff_lo"] > 0) & (table["p_value"] < FLOOR_ALPHA)
     answers = _answers(ds, shot)
     answers["chance"] = chance_level(ds, shot)
     answers["output_consistency"] = (

@@ -217,3 +217,17 @@ def test_chance_level_of_a_cloze_run_counts_the_scored_options():
         coords={"option_label": (("sample", "option"), labels), "sample": ["a", "b", "c"]}
     )
     assert chance_level(ds) == pytest.approx(np.mean([1 / 4, 1 / 3, 1 / 2]))
+
+
+def test_above_the_floor_needs_the_ci_and_the_paired_test(arc):
+    """A CI of IPS − floor above 0 is not enough when the sign-flip p is 0.05 or more
+    (three items: p ≥ 2/8 whatever the margins)."""
+    from psens.ips.headline import FLOOR_ALPHA
+
+    head = headline(arc.isel(sample=slice(0, 3)), shot=0)
+    smol = head[head["model"] == "smollm2-135m-instruct"]
+    assert (smol["diff_lo"] > 0).all() and (smol["p_value"] > 0.2).all()  # CI alone: above
+    assert not head["above_floor"].any()
+    full = headline(arc, shot=0)
+    expect = (full["diff_lo"] > 0) & (full["p_value"] < FLOOR_ALPHA)
+    assert (full["above_floor"] == expect).all()
