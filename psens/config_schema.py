@@ -588,29 +588,36 @@ FIELDS: tuple[Field, ...] = (
     F("judge", "str", "", refuse_unless(
         lambda j: isinstance(j, str) and bool(j.strip()),
         'Name the judge, e.g. judge = "smollm2-135m-instruct"'),
-      "the local model that judges every response", methods=("eas", "subjective"),
+      "the model that judges every response: a local model, or the served model's name "
+      "with `judge_url`", methods=("eas", "subjective"),
       required=True),
     F("judge_url", "str", "", refuse_unless(
         lambda u: isinstance(u, str) and (not u or u.startswith(("http://", "https://"))),
         'Write e.g. judge_url = "http://127.0.0.1:8080/v1"'),
-      "an OpenAI-compatible server that judges instead of a local `judge`",
+      "an OpenAI-compatible server root (`http://host:port/v1`); empty: the local model "
+      "`judge` in this process",
       methods=("subjective",)),
     F("judge_timeout", "float", 60.0,
       refuse_unless(_seconds, "Give a positive number of seconds, e.g. 120"),
-      "seconds a `judge_url` call may take", methods=("subjective",)),
+      "seconds allowed for each network step of a call to the served judge (connecting, "
+      "each write, each read; the whole call gets three times as long), `judge_url` only",
+      methods=("subjective",)),
     F("judge_mode", "str", "preference",
       refuse_unless(lambda m: m in JUDGE_MODES, f"Use one of {list(JUDGE_MODES)}"),
-      '`"preference"` (as good as the reference answer?) or `"graded"`',
+      '`"preference"` (yes/no against the reference) or `"graded"` (0-10)',
       methods=("subjective",)),
     F("benchmark", "str", "alpaca",
       refuse_unless(lambda b: b in ("alpaca", "arena"), 'Use "alpaca" or "arena"'),
-      '`"alpaca"` (AlpacaEval) or `"arena"` (Arena-Hard, needs `references`)',
+      '`"alpaca"` (AlpacaEval) or `"arena"` (Arena Hard Auto)',
       methods=("subjective",)),
     F("versions", "str", "", _existing_path,
       "the folder of ProSA's version files (default: `data/reference/prosa`)",
       methods=("subjective",)),
     F("references", "str", "", _existing_path,
-      "a JSON or JSONL file of reference answers", methods=("subjective",)),
+      "a JSON/JSONL file of reference answers, records with `instance` (or "
+      "`question_id`) and `answer` (or `output`); default for `alpaca`: AlpacaEval's "
+      "GPT-4-1106-preview baseline answers, matched on the original text; `arena` has none "
+      "offline and needs this key", methods=("subjective",)),
     F("datasets", "list[str]", ["arc-challenge", "boolq", "squad"], _datasets,
       "datasets of the design (the three tasks of the EAS study), each at its default split",
       methods=("eas",)),
