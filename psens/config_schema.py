@@ -7,7 +7,7 @@ IPS run, :class:`psens.config.RunConfig`) and the method runs ``"eas"``, ``"dbsa
 (:func:`declare`), their defaults (:func:`defaults`), the required keys (:func:`required`),
 every per-key refusal (:func:`check_fields`, one line naming the problem and the fix,
 :func:`psens._validation.fail`) and the key table of docs/runs.md (:func:`markdown_table`;
-``python -m psens.config_schema`` rewrites it). A key whose checks or default differ
+``python scripts/config_keys.py`` rewrites it). A key whose checks or default differ
 between runs has one row per group of runs. Checks that read several keys are named
 functions beside the config classes (:data:`psens.config.CROSS_CHECKS`, each method
 config's ``check``).
@@ -51,7 +51,6 @@ __all__ = [
     "markdown_table",
     "parse_scheduler",
     "required",
-    "update_docs",
 ]
 
 #: where an IPS config's refusals come from
@@ -744,10 +743,6 @@ def check_fields(cfg: Any, method: str = "ips", where: str = WHERE) -> None:
 
 # --------------------------------------------------------------------------- docs
 
-#: the file whose key table :func:`update_docs` writes, between the two markers
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "runs.md"
-MARKERS = ("<!-- keys: python -m psens.config_schema -->", "<!-- /keys -->")
-
 
 def _default_text(f: Field) -> str:
     if f.default is NO_DEFAULT:
@@ -771,23 +766,3 @@ def markdown_table() -> str:
         doc = doc.replace("|", "\\|")
         lines.append(f"| `{f.name}` | {runs} | {_default_text(f)} | {doc} |")
     return "\n".join(lines)
-
-
-def update_docs(path: str | os.PathLike = DOCS, *, write: bool = True) -> bool:
-    """Put :func:`markdown_table` between the markers of ``path`` (docs/runs.md); returns
-    whether the file was out of date (with ``write=False`` it is left as it is)."""
-    p = Path(path)
-    text = p.read_text(encoding="utf-8")
-    start, end = MARKERS
-    if text.count(start) != 1 or text.count(end) != 1:
-        fail("psens.config_schema", f"{p} lacks the markers {start} ... {end}", "Add them once")
-    head, rest = text.split(start)
-    _, tail = rest.split(end)
-    new = f"{head}{start}\n{markdown_table()}\n{end}{tail}"
-    if write and new != text:
-        p.write_text(new, encoding="utf-8")
-    return new != text
-
-
-if __name__ == "__main__":  # python -m psens.config_schema: rewrite the table of docs/runs.md
-    print("docs/runs.md", "updated" if update_docs() else "is up to date")
