@@ -40,11 +40,21 @@ from psens.settings import (
 )
 
 __all__ = [
+    "DEVICES",
+    "DTYPES",
     "FIELDS",
+    "FLOOR_DTYPES",
+    "JUDGE_MODES",
+    "MAX_BATCH",
     "METHODS",
+    "PRESETS",
+    "SHOT_SOURCES",
+    "TEMPLATE_SETS",
+    "WHERE",
     "Field",
     "check_field",
     "check_fields",
+    "check_unique",
     "declare",
     "defaults",
     "fields_for",
