@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from psens._validation import check_keys, check_positive_int, fail
+from psens._validation import check_keys
+from psens.config_schema import required
 
 __all__ = [
     "MethodConfig",
-    "check_dataset_names",
     "check_models",
     "method_attrs",
     "say",
@@ -29,58 +28,26 @@ __all__ = [
 ]
 
 
-@dataclass
 class MethodConfig:
-    """Shared construction and checks of the EAS and DBSA run configs."""
+    """Shared construction of the EAS, DBSA and subjective PSS run configs: a subclass is
+    declared by :func:`psens.config_schema.declare` (its keys are the method's rows of
+    :data:`psens.config_schema.FIELDS`) and its ``check`` runs
+    :func:`psens.config_schema.check_fields`, then what reads several keys."""
 
-    REQUIRED: ClassVar[tuple[str, ...]] = ("store",)
+    method: ClassVar[str]
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]):
         """Build from a mapping, refusing unknown keys (with the closest valid key) and
         missing required keys, then :meth:`check`."""
         where = f"psens {raw.get('method', '?') if isinstance(raw, dict) else '?'} config"
-        check_keys(raw, [f.name for f in dataclasses.fields(cls)], cls.REQUIRED, where)
+        check_keys(raw, [f.name for f in dataclasses.fields(cls)], required(cls.method), where)
         cfg = cls(**raw)
         cfg.check()
         return cfg
 
     def check(self) -> None:  # pragma: no cover - every subclass has its own
         raise NotImplementedError
-
-    def check_common(self, where: str) -> None:
-        """``store`` a non-empty path ending in ``.nc``, ``models`` a non-empty list of
-        distinct names, ``seed`` an int, ``threads`` positive or None."""
-        store = getattr(self, "store", "")
-        if not isinstance(store, str | os.PathLike) or not str(store).strip():
-            fail(
-                where,
-                f"store = {store!r}",
-                'Give the netCDF file to write, e.g. store = "runs/x.nc"',
-            )
-        if Path(store).suffix != ".nc":
-            fail(where, f"store = {str(store)!r} is not a .nc file", "End the path in .nc")
-        models = getattr(self, "models", None)
-        if (
-            not isinstance(models, list | tuple)
-            or not models
-            or not all(isinstance(m, str) and m.strip() for m in models)
-        ):
-            fail(where, f"models = {models!r}", 'Write models = ["smollm2-135m-instruct", ...]')
-        if len(set(models)) != len(models):
-            fail(where, "'models' lists a model twice", "Remove the duplicate")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            fail(where, f"seed = {self.seed!r}", "Use an integer seed")
-        if self.threads is not None:
-            check_positive_int(self.threads, where, "threads")
-
-    def check_judge(self, where: str) -> None:
-        """``judge`` a non-empty model name (the EAS and subjective PSS judges)."""
-        judge = getattr(self, "judge", None)
-        if not isinstance(judge, str) or not judge.strip():
-            fail(
-                where, f"judge = {judge!r}", 'Name the judge, e.g. judge = "smollm2-135m-instruct"'
-            )
 
 
 def check_models(names: list[str], where: str) -> None:
@@ -90,22 +57,6 @@ def check_models(names: list[str], where: str) -> None:
 
     for name in names:
         ModelSpec.from_entry(name, where=where)  # resolved as a run's models are
-
-
-def check_dataset_names(names: Any, where: str) -> None:
-    """A non-empty list of distinct dataset names :func:`psens.datasets.load` knows."""
-    from psens.datasets import canonical_name
-
-    if (
-        not isinstance(names, list | tuple)
-        or not names
-        or not all(isinstance(n, str) for n in names)
-    ):
-        fail(where, f"datasets = {names!r}", 'Write datasets = ["arc-challenge", "boolq", "squad"]')
-    if len(set(names)) != len(names):
-        fail(where, "'datasets' lists a dataset twice", "Remove the duplicate")
-    for name in names:
-        canonical_name(name)
 
 
 def method_attrs(method: str, cfg: MethodConfig) -> dict[str, Any]:

