@@ -89,13 +89,25 @@ def bench() -> list[dict]:
     from psens.formats.analysis import correctness
 
     rows = []
-    if not CLOZE.exists():
-        raise SystemExit(
-            f"{CLOZE.relative_to(ROOT)} is missing: scripts/shipped_run.py "
-            "--only cloze-formats writes it"
-        )
+    if not CLOZE.exists():  # the target rows need the shipped cloze oracle
+        return [
+            {
+                "name": "format search on the cloze oracle",
+                "error": f"{CLOZE.relative_to(ROOT)} is not shipped yet (its config waits in "
+                "data/runs/pending/cloze-formats.toml; psens run resumes it)",
+            },
+            *_context_rows(),
+        ]
     for model, x in correctness(psens.open_run(CLOZE).load()).items():
         rows.append(_row(f"{model}, cloze, ARC-Easy", x, target=True, spread=True))
+    return rows + _context_rows()
+
+
+def _context_rows() -> list[dict]:
+    import psens
+    from psens.formats.analysis import correctness
+
+    rows = []
     ds = psens.open_run(RUN).load()
     for model, x in correctness(ds).items():
         rows.append(_row(f"{model}, letters, ARC-Challenge", x, target=False))

@@ -1,4 +1,4 @@
-"""The shipped cloze run configs (data/runs/cloze-*.toml) load and check as psens run configs."""
+"""The cloze run configs (data/runs/cloze-*.toml, shipped or pending) load and check as psens run configs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import pytest
 from psens.config import load_config
 from tests.support import ROOT
 
-CONFIGS = sorted((ROOT / "data" / "runs").glob("cloze-*.toml"))
+RUNS = ROOT / "data" / "runs"
+CONFIGS = sorted([*RUNS.glob("cloze-*.toml"), *(RUNS / "pending").glob("cloze-*.toml")])
 
 
 def test_there_are_cloze_runs():
