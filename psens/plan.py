@@ -17,8 +17,12 @@ returns one :class:`ModelCost` per model, from the cost model of
 
   with :math:`R` the device's throughput at the run's dtype (:data:`THROUGHPUT`); the tokens
   computed are the prefix tree's (shared prefixes once, :func:`psens.runner.prompt_work`),
-  the unmasked predictions' and the noise floor's, plus the loads; a served model has no
-  local cost (its server's speed is not known here);
+  a cloze run's options (every option's tokens after every scored prompt,
+  :func:`psens.runner.cloze_work`), the unmasked prediction's (one pass per item, template
+  and shot setting) and the noise floor's second scoring at its dtype's rate (on a CPU
+  without native bfloat16/float16, :data:`psens.models.hardware.HALF_SLOWDOWN_CPU` times
+  slower than float32: :func:`psens.models.hardware.half_factor`), plus the loads; a
+  served model has no local cost (its server's speed is not known here);
 * **memory**: :func:`psens.models.hardware.memory_bytes`, :math:`P\,b + B\,T\,2\,L\,d\,b`
   (the weights at :math:`b` bytes per parameter and the keys and values of one batch of
   :math:`B` prompts, ``batch_size`` or the one ``"auto"`` picks,
@@ -110,6 +114,8 @@ class RunPlan:
     batch: int = 32
     calibrated: bool = False
     dataset_missing: bool = False
+    computed_tokens: float = 0.0  # tokens computed per scored prompt (floor apart)
+    floor_factor: float = 1.0  # the noise floor's dtype: times slower than float32 here
 
 
 def make_plan(
@@ -155,6 +161,9 @@ def make_plan(
     rate = throughput if throughput is not None else rate_of(cfg, dtype_name(cfg.dtype))
     rp = RunPlan(cfg, cfg.device, device_name, dtype, free, rate, costs, len(plan.items), batch)
     rp.dataset_missing = plan.prompts is None
+    rp.computed_tokens = est["computed_tokens"]
+    if cfg.floor_dtype and hardware.placement(cfg.device) == "cpu":
+        rp.floor_factor = hardware.half_factor(cfg.floor_dtype)
     return rp
 
 
@@ -171,6 +180,8 @@ class _UpperBound(Plan):
         self.n_max = cfg.n_vars
         self.shot_keys = list(cfg.shots) if cfg.shots else [0]
         self.prompts = None
+        self.versions = None
+        self.cloze = cfg.answer == "cloze"  # its options are not counted: no items here
 
 
 def _items_plan(cfg: RunConfig, offline: bool) -> Plan:
@@ -262,7 +273,7 @@ def calibrate(rp: RunPlan) -> RunPlan:
 
     import numpy as np
 
-    from psens.runner import model_scale, model_seconds, prompt_work, run_scorer
+    from psens.runner import cloze_work, model_scale, model_seconds, prompt_work, run_scorer
 
     cfg = dataclasses.replace(rp.config, batch_size=rp.batch)
     plan = _items_plan(cfg, offline=True)
@@ -275,13 +286,14 @@ def calibrate(rp: RunPlan) -> RunPlan:
         if spec.is_served or m.download_bytes or m.params is None:
             continue
         scorer = run_scorer(cfg, spec)
+        score = scorer.choice_logprobs if plan.cloze else scorer.value
         args = dict(shots=shots, variables=variables, progress=False)
-        scorer.value(item, plan.templates[0], masks[:1], **args)  # warm-up
+        score(item, plan.templates[0], masks[:1], **args)  # warm-up
         start = time.perf_counter()
-        scorer.value(item, plan.templates[0], masks, **args)
+        score(item, plan.templates[0], masks, **args)
         rate = len(masks) / max(time.perf_counter() - start, 1e-9)
-        tree = prompt_work(plan)[0][0, 0, 0] / (1 << len(variables))  # tokens per prompt
-        measured = 2.0 * model_scale(spec) * tree * rate
+        work = prompt_work(plan)[0][0, 0, 0] + cloze_work(plan)[0, 0, 0]
+        measured = 2.0 * model_scale(spec) * work / (1 << len(variables)) * rate
         m.seconds = model_seconds(plan, spec, measured)
         if not rp.calibrated:
             rp.throughput = measured
@@ -333,9 +345,20 @@ def format_plan(rp: RunPlan) -> str:
             "per prompt assumed"
         )
     lines.append(
-        "time = 2 x params x tokens computed (shared prefixes once, predictions, noise "
-        f"floor) / throughput, plus the loads; {rp.models[0].tokens:.0f} tokens per prompt"
+        "time = 2 x params x tokens computed (shared prefixes once, cloze options, "
+        f"predictions, noise floor) / throughput, plus the loads; {rp.computed_tokens:.0f} "
+        f"tokens computed per prompt ({rp.models[0].tokens:.0f} in the prompt)"
         if rp.models
         else "no models"
     )
+    if cfg.floor_dtype:
+        lines.append(
+            f"noise floor in {cfg.floor_dtype}: "
+            + (
+                f"{rp.floor_factor:g}x slower than float32 on this CPU (no native "
+                f"{cfg.floor_dtype}; the factor measured on an AVX2-only CPU)"
+                if rp.floor_factor != 1.0
+                else f"at the device's {cfg.floor_dtype} rate"
+            )
+        )
     return "\n".join(lines)

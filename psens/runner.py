@@ -334,11 +334,13 @@ def prompt_tokens(plan: Plan, longest: bool = False) -> float:
 
 def throughput(cfg: RunConfig, dtype: str) -> float:
     """FLOP/s of the run's device at the canonical ``dtype``
-    (:data:`psens.models.hardware.THROUGHPUT`; ``device = "auto"``: a GPU's when there is one,
-    else the CPU's)."""
-    from psens.models.hardware import THROUGHPUT, placement
+    (:func:`psens.models.hardware.rate`: :data:`psens.models.hardware.THROUGHPUT`, on a CPU
+    without native half precision the float32 rate over
+    :data:`psens.models.hardware.HALF_SLOWDOWN_CPU`; ``device = "auto"``: a GPU's when there
+    is one, else the CPU's)."""
+    from psens.models.hardware import placement, rate
 
-    return THROUGHPUT[placement(cfg.device)][dtype]
+    return rate(placement(cfg.device), dtype)
 
 
 def prompt_work(plan: Plan) -> tuple[np.ndarray, np.ndarray]:
@@ -388,18 +390,59 @@ def prompt_work(plan: Plan) -> tuple[np.ndarray, np.ndarray]:
     return out
 
 
+def cloze_work(plan: Plan) -> np.ndarray:
+    r"""Tokens the cloze formulation's option scoring adds per (sample, shot, template)
+    (:meth:`psens.models.Scorer.choice_logprobs`), beyond :func:`prompt_work`'s prefix tree.
+
+    Every scored row (the :math:`2^n` masked prompts; a predictions-only run's one unmasked
+    prompt) is followed by each of the item's :math:`k` options as a branch of the prefix
+    tree, padded to the longest option's :math:`c` tokens (the delimiter and the option's
+    text), so :math:`2^n\,k\,c`; a predictions-only run (``n_vars = 0``) has no tree and
+    also computes its prompt's :math:`L` tokens once: :math:`L + k\,c`. Zero for a run that
+    is not cloze and for a plan without prompts (a dataset not on this machine). Positions
+    are characters divided by :data:`psens.models.hardware.CHARS_PER_TOKEN`.
+    """
+    cached = plan.__dict__.get("_cloze_work")
+    if cached is not None:
+        return cached
+    from psens import prompts
+    from psens.models.hardware import CHARS_PER_TOKEN
+
+    shape = (len(plan.items), len(plan.shot_keys), len(plan.templates))
+    out = plan.__dict__["_cloze_work"] = np.zeros(shape)
+    if not getattr(plan, "cloze", False) or plan.prompts is None:
+        return out
+    for s, it in enumerate(plan.items):
+        for t, name in enumerate(plan.templates):
+            prefix = prompts.get_template(name).answer_prefix
+            width = max(len(prefix + text) for _, text in it.options) / CHARS_PER_TOKEN
+            options = len(it.options) * width
+            for h in range(len(plan.shot_keys)):
+                n = len(plan.version(s, name)[1])
+                if n and not plan.cfg.predictions_only:
+                    out[s, h, t] = (1 << n) * options
+                else:
+                    out[s, h, t] = len(plan.prompts[s, h, t]) / CHARS_PER_TOKEN + options
+    return out
+
+
 def block_work(plan: Plan, sample: int, spec: ModelSpec) -> float:
-    r"""Tokens one block computes, counted at the model's dtype (:func:`prompt_work`):
-    :math:`\sum (W + L) + \sum W\,R / R_f` over its shots and templates, the second term
-    the noise floor's scoring at its dtype's throughput :math:`R_f` (:func:`throughput`)."""
+    r"""Tokens one block computes, counted at the model's dtype:
+    :math:`\sum (W + C + L) + \sum (W + C)\,R / R_f` over its shots and templates, with
+    :math:`W` the prefix tree's tokens and :math:`L` the unmasked prediction's
+    (:func:`prompt_work`), :math:`C` a cloze run's option tokens (:func:`cloze_work`), the
+    second term the noise floor's scoring at its dtype's throughput :math:`R_f`
+    (:func:`throughput`: on a CPU without native half precision
+    :data:`psens.models.hardware.HALF_SLOWDOWN_CPU` times slower than float32)."""
     from psens.models.loading import resolve_dtype
 
     tree, full = prompt_work(plan)
-    work = float(tree[sample].sum() + full[sample].sum())
+    scored = float(tree[sample].sum() + cloze_work(plan)[sample].sum())
+    work = scored + float(full[sample].sum())
     cfg = plan.cfg
-    if cfg.floor_dtype and not spec.is_served:
+    if cfg.floor_dtype and not spec.is_served and not cfg.predictions_only:
         main = throughput(cfg, resolve_dtype(spec.source, cfg.dtype))
-        work += float(tree[sample].sum()) * main / throughput(cfg, cfg.floor_dtype)
+        work += scored * main / throughput(cfg, cfg.floor_dtype)
     return work
 
 
@@ -486,11 +529,17 @@ def estimate(plan: Plan, measured: float | None = None) -> dict[str, Any]:
     ``psens plan``; served models are not counted, ``served`` says how many there are);
     after the first block of each model has run on this machine, :func:`recalibrate`
     replaces it by the measured rates. ``measured``: a measured throughput (FLOP/s)
-    instead of the table's. ``tokens``: the mean prompt's (:func:`prompt_tokens`).
+    instead of the table's. ``tokens``: the mean prompt's (:func:`prompt_tokens`);
+    ``computed_tokens``: the tokens computed per scored prompt (its share of the prefix
+    tree, a cloze run's options, the unmasked prediction: :func:`block_work` without the
+    noise floor).
     """
     cfg = plan.cfg
     passes = plan.forward_passes()
     tokens = prompt_tokens(plan)
+    tree, full = prompt_work(plan)
+    scored = sum(block_prompts(plan, s) for s in range(len(plan.items)))
+    computed = float(tree.sum() + cloze_work(plan).sum() + full.sum()) / max(scored, 1)
     each = [model_seconds(plan, spec, measured) for spec in cfg.model_specs]
     seconds = sum(t for t in each if t is not None)
     cells = len(cfg.models) * len(plan.items) * len(plan.shot_keys) * len(plan.templates)
@@ -502,6 +551,7 @@ def estimate(plan: Plan, measured: float | None = None) -> dict[str, Any]:
         "seconds": seconds,
         "store_bytes": size,
         "tokens": tokens,
+        "computed_tokens": computed,
         "model_seconds": each,
         "served": sum(t is None for t in each),
     }
