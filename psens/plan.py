@@ -102,7 +102,7 @@ class ResolvedRun:
         The cost estimate (:func:`psens.runner.estimate`: forward passes, seconds, store
         bytes, tokens).
     loading : dict or None
-        How each local model is loaded (dtype, attention; :func:`psens.runner._loading`),
+        How each local model is loaded (dtype, attention; :func:`psens.runner.check_models`),
         with the model checks done (every model found, served models answering, answer
         tokens distinct in a format space); None when resolved without them (``psens
         plan`` loads nothing): :func:`psens.run` completes it first.
@@ -202,7 +202,7 @@ def _with_models(rr: ResolvedRun) -> ResolvedRun:
     """``rr`` with the model checks done and ``loading`` resolved (:func:`resolve`)."""
     import dataclasses
 
-    from psens.runner import _check_answer_tokens, _check_models, _loading
+    from psens.runner import check_models
 
     if rr.plan.prompts is None:
         fail(
@@ -210,9 +210,7 @@ def _with_models(rr: ResolvedRun) -> ResolvedRun:
             f"dataset {rr.config.dataset!r} is not on this machine",
             "Resolve the run with the network on (or pass dataset_path)",
         )
-    _check_models(rr.scoring)
-    _check_answer_tokens(rr.config, rr.plan)
-    return dataclasses.replace(rr, loading=_loading(rr.config))
+    return dataclasses.replace(rr, loading=check_models(rr.scoring, rr.plan))
 
 
 def _in_hub_cache(hub_id: str) -> bool:

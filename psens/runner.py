@@ -1419,6 +1419,16 @@ def _run_locked(rr, overwrite: bool, progress: bool, quiet: bool):
     return store.open_run(cfg.store)
 
 
+def check_models(scoring: RunConfig, plan: Plan) -> dict[str, dict[str, str]]:
+    """The model checks of a run, before its store (:func:`psens.plan.resolve`): every local
+    model found and every served one answering (``scoring``: the config with the resolved
+    batch), a format space's answer tokens distinct under each tokenizer; returns how each
+    local model is loaded (``{model: {"dtype", "attn_implementation"}}``)."""
+    _check_models(scoring)
+    _check_answer_tokens(plan.cfg, plan)
+    return _loading(plan.cfg)
+
+
 def _check_answer_tokens(cfg: RunConfig, plan: Plan) -> None:
     """In a format-space run, every format's option labels begin with distinct answer tokens
     under every model's tokenizer (checked on the tokenizers alone, before the store)."""
