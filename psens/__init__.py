@@ -22,7 +22,8 @@ import sys as _sys
 # an explicit OMP_WAIT_POLICY in the environment wins.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from psens import cloze, datasets, formats, interactions, ips, models, prompts
+# psens.plan is a module and callable: psens.plan(config) resolves a run (psens.plan.resolve)
+from psens import cloze, datasets, formats, interactions, ips, models, plan, prompts
 from psens._version import __version__
 from psens.config import RunConfig, load_config
 from psens.interactions import (
@@ -67,6 +68,7 @@ __all__ = [
     "mobius_or",
     "models",
     "open_run",
+    "plan",
     "prompts",
     "reconstruct",
     "run",

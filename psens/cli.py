@@ -95,22 +95,23 @@ def _terminal_safe(text: str) -> str:
 
 def _dispatch(args) -> int:
     from psens import store
-    from psens.config import RunConfig
     from psens.runner import run, summarize
 
     if args.command == "plan" or (args.command == "run" and args.plan):
         from psens.plan import calibrate, format_plan, make_plan
 
-        rp = make_plan(RunConfig.from_any(args.config), offline=args.offline)
+        rp = make_plan(args.config, offline=args.offline)  # the config checked once
         if getattr(args, "calibrate", False):
             rp = calibrate(rp)
         print(format_plan(rp))
         return 0
     if args.command == "run":
         from psens import method_runs
+        from psens.config import read_config_file
 
-        cfg = method_runs.load(args.config)
-        if not isinstance(cfg, RunConfig):  # a method run: written in one go
+        raw = read_config_file(args.config)
+        if raw.get("method", "ips") != "ips":  # a method run: written in one go
+            cfg = method_runs.load(args.config)
             if args.scheduler or args.report:
                 print(
                     f"error: psens run: --scheduler and --report are for IPS runs, not "
@@ -121,20 +122,21 @@ def _dispatch(args) -> int:
             method_runs.run(cfg, progress=not args.no_progress, overwrite=args.overwrite)
             print(cfg.store)
             return 0
+        raw.pop("method", None)
         if args.scheduler:
-            cfg.scheduler = args.scheduler
-            cfg.check()
-        try:
-            ds = run(cfg, overwrite=args.overwrite, progress=not args.no_progress)
+            raw["scheduler"] = args.scheduler
+        where = str(raw.get("store"))
+        try:  # the config is checked once, by the run (psens.plan.resolve)
+            ds = run(raw, overwrite=args.overwrite, progress=not args.no_progress)
         except KeyboardInterrupt:
-            print(f"interrupted: {_progress(cfg.store)}", file=sys.stderr)
+            print(f"interrupted: {_progress(where)}", file=sys.stderr)
             return 130
         except OSError as exc:
             if exc.errno != errno.ENOSPC:
                 raise
             print(
-                f"psens run: the disk is full ({exc.filename or cfg.store}); "
-                f"{_progress(cfg.store)} once space is free",
+                f"psens run: the disk is full ({exc.filename or where}); "
+                f"{_progress(where)} once space is free",
                 file=sys.stderr,
             )
             return 1

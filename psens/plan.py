@@ -17,8 +17,12 @@ returns one :class:`ModelCost` per model, from the cost model of
 
   with :math:`R` the device's throughput at the run's dtype (:data:`THROUGHPUT`); the tokens
   computed are the prefix tree's (shared prefixes once, :func:`psens.runner.prompt_work`),
-  the unmasked predictions' and the noise floor's, plus the loads; a served model has no
-  local cost (its server's speed is not known here);
+  a cloze run's options (every option's tokens after every scored prompt,
+  :func:`psens.runner.cloze_work`), the unmasked prediction's (one pass per item, template
+  and shot setting) and the noise floor's second scoring at its dtype's rate (on a CPU
+  without native bfloat16/float16, :data:`psens.models.hardware.HALF_SLOWDOWN_CPU` times
+  slower than float32: :func:`psens.models.hardware.half_factor`), plus the loads; a
+  served model has no local cost (its server's speed is not known here);
 * **memory**: :func:`psens.models.hardware.memory_bytes`, :math:`P\,b + B\,T\,2\,L\,d\,b`
   (the weights at :math:`b` bytes per parameter and the keys and values of one batch of
   :math:`B` prompts, ``batch_size`` or the one ``"auto"`` picks,
@@ -48,6 +52,8 @@ sensitivity of LLMs using interactions. ICML 2026.
 from __future__ import annotations
 
 import os
+import sys
+import types
 from dataclasses import dataclass
 
 from psens._validation import fail
@@ -60,15 +66,151 @@ __all__ = [
     "CHARS_PER_TOKEN",
     "THROUGHPUT",
     "ModelCost",
+    "ResolvedRun",
     "RunPlan",
     "calibrate",
     "cpu_name",
     "flop_seconds",
     "format_plan",
     "make_plan",
+    "resolve",
 ]
 
 WHERE = "psens plan"
+
+
+@dataclass(frozen=True)
+class ResolvedRun:
+    """A run checked once and resolved: what :func:`psens.run` executes and what its dask
+    workers receive (they re-read nothing). Made by :func:`resolve` (``psens.plan(config)``).
+
+    Attributes
+    ----------
+    config : RunConfig
+        The checked config.
+    models : tuple of ModelSpec
+        The resolved ``models`` entries (:attr:`psens.config.RunConfig.model_specs`).
+    plan : psens.runner.Plan
+        The items (the dataset read once), their variables, the shot examples, the
+        templates and the rendered prompts and targets.
+    tau, normalization, solvers, dtype, device, scheduler
+        The settings the run's numbers are made with and where it runs.
+    batch : int
+        The batch the scorers use (``batch_size``, or the one ``"auto"`` picks:
+        :func:`psens.runner.resolve_batch`).
+    cost : dict
+        The cost estimate (:func:`psens.runner.estimate`: forward passes, seconds, store
+        bytes, tokens).
+    loading : dict or None
+        How each local model is loaded (dtype, attention; :func:`psens.runner.check_models`),
+        with the model checks done (every model found, served models answering, answer
+        tokens distinct in a format space); None when resolved without them (``psens
+        plan`` loads nothing): :func:`psens.run` completes it first.
+    """
+
+    config: RunConfig
+    models: tuple
+    plan: Plan
+    tau: float
+    normalization: str
+    solvers: tuple[str, ...]
+    dtype: str | None
+    device: str
+    batch: int
+    scheduler: str | None
+    cost: dict
+    loading: dict | None = None
+
+    @property
+    def scoring(self) -> RunConfig:
+        """The config the scorers are built with: ``batch_size`` the resolved batch."""
+        cached = self.__dict__.get("_scoring")
+        if cached is None or cached.batch_size != self.batch:
+            import dataclasses
+
+            cached = dataclasses.replace(self.config, batch_size=self.batch)
+            cached.__dict__["_specs"] = self.config.__dict__.get("_specs")  # resolved once
+            object.__setattr__(self, "_scoring", cached)
+        return cached
+
+
+def resolve(
+    config: RunConfig | dict | str | os.PathLike | ResolvedRun,
+    *,
+    models: bool = True,
+    offline: bool = False,
+    free_bytes: float | None = None,
+    checked: bool = False,
+) -> ResolvedRun:
+    """Check a run once and resolve it (``psens.plan(config)``): every check that can fail
+    before scoring, in one place.
+
+    Parameters
+    ----------
+    config : RunConfig, dict, path or ResolvedRun
+        A resolved run is returned as it is (completed with the model checks when
+        ``models`` asks for them and it was resolved without).
+    models : bool
+        Also check the models (each found, served ones answering, answer tokens) and
+        resolve how each is loaded (``loading``); False: the items and the cost only, no
+        tokenizer or weights touched (``psens plan``).
+    offline : bool
+        No network; a dataset that is not on this machine gives an upper-bound plan
+        without prompts (``psens plan --offline``; such a run cannot be executed).
+    free_bytes : float, optional
+        The device's free memory for ``batch_size = "auto"`` (default: measured).
+    checked : bool
+        ``config`` is a :class:`RunConfig` already checked (:meth:`RunConfig.check`) and
+        unchanged since: it is not checked again.
+
+    Returns
+    -------
+    ResolvedRun
+    """
+    from psens.runner import check_device, check_scheduler, estimate, resolve_batch
+
+    if isinstance(config, ResolvedRun):
+        return _with_models(config) if models and config.loading is None else config
+    if checked and isinstance(config, RunConfig):
+        cfg = config
+    else:
+        cfg = RunConfig.from_any(config)  # the one config check
+    specs = tuple(cfg.model_specs)  # unknown models are refused here
+    if offline:
+        os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
+    check_scheduler(cfg)  # before the dataset: a scheduler that is not there fails fast
+    check_device(cfg)  # cuda without CUDA, mps without MPS
+    plan = _items_plan(cfg, offline)  # reads the dataset, once
+    batch = resolve_batch(plan, free_bytes)  # "auto" without memory information: refused
+    rr = ResolvedRun(
+        config=cfg,
+        models=specs,
+        plan=plan,
+        tau=cfg.tau,
+        normalization=cfg.normalization,
+        solvers=tuple(cfg.solvers),
+        dtype=cfg.dtype,
+        device=cfg.device,
+        batch=batch,
+        scheduler=cfg.scheduler,
+        cost=estimate(plan),
+    )
+    return _with_models(rr) if models else rr
+
+
+def _with_models(rr: ResolvedRun) -> ResolvedRun:
+    """``rr`` with the model checks done and ``loading`` resolved (:func:`resolve`)."""
+    import dataclasses
+
+    from psens.runner import check_models
+
+    if rr.plan.prompts is None:
+        fail(
+            "psens run",
+            f"dataset {rr.config.dataset!r} is not on this machine",
+            "Resolve the run with the network on (or pass dataset_path)",
+        )
+    return dataclasses.replace(rr, loading=check_models(rr.scoring, rr.plan))
 
 
 def _in_hub_cache(hub_id: str) -> bool:
@@ -110,10 +252,13 @@ class RunPlan:
     batch: int = 32
     calibrated: bool = False
     dataset_missing: bool = False
+    computed_tokens: float = 0.0  # tokens computed per scored prompt (floor apart)
+    floor_factor: float = 1.0  # the noise floor's dtype: times slower than float32 here
+    resolved: ResolvedRun | None = None  # the run it costs (:func:`resolve`)
 
 
 def make_plan(
-    config: RunConfig | dict | str | os.PathLike,
+    config: RunConfig | dict | str | os.PathLike | ResolvedRun,
     *,
     offline: bool = False,
     free_bytes: float | None = None,
@@ -123,7 +268,9 @@ def make_plan(
 
     Parameters
     ----------
-    config : RunConfig, dict or path
+    config : RunConfig, dict, path or ResolvedRun
+        A config is checked and resolved once (:func:`resolve`, without the model checks
+        that load tokenizers); the plan keeps it as ``resolved``.
     offline : bool
         No network: hub models are checked against the model table only.
     free_bytes : float, optional
@@ -131,20 +278,20 @@ def make_plan(
     throughput : float, optional
         FLOP/s replacing :data:`THROUGHPUT` (a measured rate, ``--calibrate``).
     """
-    from psens.runner import check_device, check_scheduler, estimate, resolve_batch
+    from psens.runner import estimate
     from psens.runner import throughput as rate_of
 
-    cfg = RunConfig.from_any(config)
-    specs = cfg.model_specs  # unknown models are refused here
-    if offline:
-        os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
-    check_device(cfg)  # cuda without CUDA, mps without MPS
-    check_scheduler(cfg)  # scheduler = "cuda" without dask-cuda or CUDA
-    plan = _items_plan(cfg, offline)
-    measured, device_name = hardware.free_memory(cfg.device)
-    free = measured if free_bytes is None else free_bytes
-    batch = resolve_batch(plan, free)  # a fixed batch, or the largest that fits
-    est = estimate(plan, measured=throughput)
+    rr = config if isinstance(config, ResolvedRun) else None
+    if rr is None:
+        cfg = RunConfig.from_any(config)
+        measured, device_name = hardware.free_memory(cfg.device)
+        free = measured if free_bytes is None else free_bytes
+        rr = resolve(cfg, models=False, offline=offline, free_bytes=free, checked=True)
+    else:
+        measured, device_name = hardware.free_memory(rr.device)
+        free = measured if free_bytes is None else free_bytes
+    cfg, plan, batch, specs = rr.config, rr.plan, rr.batch, list(rr.models)
+    est = rr.cost if throughput is None else estimate(plan, measured=throughput)
     passes = plan.forward_passes() // max(len(specs), 1)
     store_share = est["store_bytes"] / max(len(specs), 1)
     costs = [
@@ -154,7 +301,11 @@ def make_plan(
     dtype = dtype_name(cfg.dtype) if cfg.dtype != "auto" else "auto"
     rate = throughput if throughput is not None else rate_of(cfg, dtype_name(cfg.dtype))
     rp = RunPlan(cfg, cfg.device, device_name, dtype, free, rate, costs, len(plan.items), batch)
+    rp.resolved = rr
     rp.dataset_missing = plan.prompts is None
+    rp.computed_tokens = est["computed_tokens"]
+    if cfg.floor_dtype and hardware.placement(cfg.device) == "cpu":
+        rp.floor_factor = hardware.half_factor(cfg.floor_dtype)
     return rp
 
 
@@ -171,6 +322,8 @@ class _UpperBound(Plan):
         self.n_max = cfg.n_vars
         self.shot_keys = list(cfg.shots) if cfg.shots else [0]
         self.prompts = None
+        self.versions = None
+        self.cloze = cfg.answer == "cloze"  # its options are not counted: no items here
 
 
 def _items_plan(cfg: RunConfig, offline: bool) -> Plan:
@@ -262,10 +415,11 @@ def calibrate(rp: RunPlan) -> RunPlan:
 
     import numpy as np
 
-    from psens.runner import model_scale, model_seconds, prompt_work, run_scorer
+    from psens.runner import cloze_work, model_scale, model_seconds, prompt_work, run_scorer
 
     cfg = dataclasses.replace(rp.config, batch_size=rp.batch)
-    plan = _items_plan(cfg, offline=True)
+    # the resolved run's items (its dataset read once), else read them
+    plan = rp.resolved.plan if rp.resolved is not None else _items_plan(cfg, offline=True)
     if plan.prompts is None:
         return rp
     item, variables = plan.items[0], plan.variables[0]
@@ -275,13 +429,14 @@ def calibrate(rp: RunPlan) -> RunPlan:
         if spec.is_served or m.download_bytes or m.params is None:
             continue
         scorer = run_scorer(cfg, spec)
+        score = scorer.choice_logprobs if plan.cloze else scorer.value
         args = dict(shots=shots, variables=variables, progress=False)
-        scorer.value(item, plan.templates[0], masks[:1], **args)  # warm-up
+        score(item, plan.templates[0], masks[:1], **args)  # warm-up
         start = time.perf_counter()
-        scorer.value(item, plan.templates[0], masks, **args)
+        score(item, plan.templates[0], masks, **args)
         rate = len(masks) / max(time.perf_counter() - start, 1e-9)
-        tree = prompt_work(plan)[0][0, 0, 0] / (1 << len(variables))  # tokens per prompt
-        measured = 2.0 * model_scale(spec) * tree * rate
+        work = prompt_work(plan)[0][0, 0, 0] + cloze_work(plan)[0, 0, 0]
+        measured = 2.0 * model_scale(spec) * work / (1 << len(variables)) * rate
         m.seconds = model_seconds(plan, spec, measured)
         if not rp.calibrated:
             rp.throughput = measured
@@ -333,9 +488,30 @@ def format_plan(rp: RunPlan) -> str:
             "per prompt assumed"
         )
     lines.append(
-        "time = 2 x params x tokens computed (shared prefixes once, predictions, noise "
-        f"floor) / throughput, plus the loads; {rp.models[0].tokens:.0f} tokens per prompt"
+        "time = 2 x params x tokens computed (shared prefixes once, cloze options, "
+        f"predictions, noise floor) / throughput, plus the loads; {rp.computed_tokens:.0f} "
+        f"tokens computed per prompt ({rp.models[0].tokens:.0f} in the prompt)"
         if rp.models
         else "no models"
     )
+    if cfg.floor_dtype:
+        lines.append(
+            f"noise floor in {cfg.floor_dtype}: "
+            + (
+                f"{rp.floor_factor:g}x slower than float32 on this CPU (no native "
+                f"{cfg.floor_dtype}; the factor measured on an AVX2-only CPU)"
+                if rp.floor_factor != 1.0
+                else f"at the device's {cfg.floor_dtype} rate"
+            )
+        )
     return "\n".join(lines)
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable: ``psens.plan(config)`` is :func:`resolve`."""
+
+    def __call__(self, config, **kwargs) -> ResolvedRun:
+        return resolve(config, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -76,12 +76,19 @@ ASSUMED_TOKENS = 256.0
 # ----------------------------------------------------------------------------- inputs
 
 
-def select_items(cfg: RunConfig) -> list:
-    """The items of a run: a seeded choice of ``samples`` items (kept in dataset order),
-    or the listed ids."""
+def _load_rows(cfg: RunConfig) -> list:
+    """The run's dataset, read (:func:`psens.datasets.load`)."""
     from psens import datasets
 
-    items = _fitting(cfg, datasets.load(cfg.dataset, cfg.split, path=cfg.dataset_path))
+    return datasets.load(cfg.dataset, cfg.split, path=cfg.dataset_path)
+
+
+def select_items(cfg: RunConfig, rows: list | None = None) -> list:
+    """The items of a run: a seeded choice of ``samples`` items (kept in dataset order),
+    or the listed ids; ``rows``: the dataset already read (default: read it)."""
+    from psens import datasets
+
+    items = _fitting(cfg, _load_rows(cfg) if rows is None else rows)
     return datasets.choose(items, cfg.samples, cfg.seed, cfg.dataset)
 
 
@@ -105,7 +112,7 @@ def _fitting(cfg: RunConfig, items: list) -> list:
     return [it for it in items if tuple(lab for lab, _ in it.options) == want]
 
 
-def _perturbed_items(cfg: RunConfig) -> tuple[list, list[dict]]:
+def _perturbed_items(cfg: RunConfig, rows: list) -> tuple[list, list[dict]]:
     """The items of a ``perturbations`` file (its order; the first ``samples`` of them, or
     the listed ids) and, per item, its versions ``{"original" | rewrite: (item,
     variables)}`` with the variables aligned (:func:`psens.perturbations.variants`)."""
@@ -119,7 +126,7 @@ def _perturbed_items(cfg: RunConfig) -> tuple[list, list[dict]]:
         entries = datasets.pick_ids(
             entries, cfg.samples, cfg.perturbations, "List ids of the perturbation file"
         )
-    by_id = {it.id: it for it in datasets.load(cfg.dataset, cfg.split, path=cfg.dataset_path)}
+    by_id = {it.id: it for it in rows}
     missing = [e.id for e in entries if e.id not in by_id]
     if missing:
         fail(
@@ -135,11 +142,11 @@ def _perturbed_items(cfg: RunConfig) -> tuple[list, list[dict]]:
     return items, versions
 
 
-def _shot_items(cfg: RunConfig, items) -> dict[int, tuple]:
+def _shot_items(cfg: RunConfig, items, rows: list) -> dict[int, tuple]:
     """Few-shot examples per shot count: the first k of one seeded draw from a pool
     disjoint from the evaluated items, so settings share their first examples
     (``shots_from = "paper"``: the first k of the IPS paper's three, appendix E.6)."""
-    from psens import datasets, prompts
+    from psens import prompts
 
     if not cfg.shots:
         return {0: ()}
@@ -148,7 +155,7 @@ def _shot_items(cfg: RunConfig, items) -> dict[int, tuple]:
         return {0: ()}
     if cfg.shots_from == "paper" and all(it.is_mcq for it in items):  # k <= 3: config.check
         return {k: prompts.PAPER_SHOTS[:k] for k in cfg.shots}
-    pool = _fitting(cfg, datasets.load(cfg.dataset, cfg.split, path=cfg.dataset_path))
+    pool = _fitting(cfg, rows)
     drawn = prompts.select_shots(pool, k_max, exclude=items, seed=cfg.seed)
     return {k: tuple(drawn[:k]) for k in cfg.shots}
 
@@ -209,11 +216,12 @@ class Plan:
 
         self.cfg = cfg
         self.versions: list[dict] | None = None  # appendix L: {rewrite: (item, variables)}
+        rows = _load_rows(cfg)  # the dataset, read once
         if cfg.perturbations is None:
-            self.items = select_items(cfg)
+            self.items = select_items(cfg, rows)
             self.templates = cfg.template_names
         else:
-            self.items, self.versions = _perturbed_items(cfg)
+            self.items, self.versions = _perturbed_items(cfg, rows)
             self.templates = [
                 prompts.rewrite_name(t, r) if r else t
                 for r in (None, *prompts.REWRITES)
@@ -248,7 +256,7 @@ class Plan:
                     "Drop it from 'samples' (its question and options have no words)",
                 )
         self.n_max = max(len(vs) for vs in self.variables)
-        self.shots = _shot_items(cfg, self.items)
+        self.shots = _shot_items(cfg, self.items, rows)
         self.shot_keys = list(cfg.shots) if cfg.shots else [0]
         shape = (len(self.items), len(self.shot_keys), len(self.templates))
         self.prompts = np.empty(shape, dtype=object)
@@ -334,11 +342,13 @@ def prompt_tokens(plan: Plan, longest: bool = False) -> float:
 
 def throughput(cfg: RunConfig, dtype: str) -> float:
     """FLOP/s of the run's device at the canonical ``dtype``
-    (:data:`psens.models.hardware.THROUGHPUT`; ``device = "auto"``: a GPU's when there is one,
-    else the CPU's)."""
-    from psens.models.hardware import THROUGHPUT, placement
+    (:func:`psens.models.hardware.rate`: :data:`psens.models.hardware.THROUGHPUT`, on a CPU
+    without native half precision the float32 rate over
+    :data:`psens.models.hardware.HALF_SLOWDOWN_CPU`; ``device = "auto"``: a GPU's when there
+    is one, else the CPU's)."""
+    from psens.models.hardware import placement, rate
 
-    return THROUGHPUT[placement(cfg.device)][dtype]
+    return rate(placement(cfg.device), dtype)
 
 
 def prompt_work(plan: Plan) -> tuple[np.ndarray, np.ndarray]:
@@ -388,18 +398,59 @@ def prompt_work(plan: Plan) -> tuple[np.ndarray, np.ndarray]:
     return out
 
 
+def cloze_work(plan: Plan) -> np.ndarray:
+    r"""Tokens the cloze formulation's option scoring adds per (sample, shot, template)
+    (:meth:`psens.models.Scorer.choice_logprobs`), beyond :func:`prompt_work`'s prefix tree.
+
+    Every scored row (the :math:`2^n` masked prompts; a predictions-only run's one unmasked
+    prompt) is followed by each of the item's :math:`k` options as a branch of the prefix
+    tree, padded to the longest option's :math:`c` tokens (the delimiter and the option's
+    text), so :math:`2^n\,k\,c`; a predictions-only run (``n_vars = 0``) has no tree and
+    also computes its prompt's :math:`L` tokens once: :math:`L + k\,c`. Zero for a run that
+    is not cloze and for a plan without prompts (a dataset not on this machine). Positions
+    are characters divided by :data:`psens.models.hardware.CHARS_PER_TOKEN`.
+    """
+    cached = plan.__dict__.get("_cloze_work")
+    if cached is not None:
+        return cached
+    from psens import prompts
+    from psens.models.hardware import CHARS_PER_TOKEN
+
+    shape = (len(plan.items), len(plan.shot_keys), len(plan.templates))
+    out = plan.__dict__["_cloze_work"] = np.zeros(shape)
+    if not getattr(plan, "cloze", False) or plan.prompts is None:
+        return out
+    for s, it in enumerate(plan.items):
+        for t, name in enumerate(plan.templates):
+            prefix = prompts.get_template(name).answer_prefix
+            width = max(len(prefix + text) for _, text in it.options) / CHARS_PER_TOKEN
+            options = len(it.options) * width
+            for h in range(len(plan.shot_keys)):
+                n = len(plan.version(s, name)[1])
+                if n and not plan.cfg.predictions_only:
+                    out[s, h, t] = (1 << n) * options
+                else:
+                    out[s, h, t] = len(plan.prompts[s, h, t]) / CHARS_PER_TOKEN + options
+    return out
+
+
 def block_work(plan: Plan, sample: int, spec: ModelSpec) -> float:
-    r"""Tokens one block computes, counted at the model's dtype (:func:`prompt_work`):
-    :math:`\sum (W + L) + \sum W\,R / R_f` over its shots and templates, the second term
-    the noise floor's scoring at its dtype's throughput :math:`R_f` (:func:`throughput`)."""
+    r"""Tokens one block computes, counted at the model's dtype:
+    :math:`\sum (W + C + L) + \sum (W + C)\,R / R_f` over its shots and templates, with
+    :math:`W` the prefix tree's tokens and :math:`L` the unmasked prediction's
+    (:func:`prompt_work`), :math:`C` a cloze run's option tokens (:func:`cloze_work`), the
+    second term the noise floor's scoring at its dtype's throughput :math:`R_f`
+    (:func:`throughput`: on a CPU without native half precision
+    :data:`psens.models.hardware.HALF_SLOWDOWN_CPU` times slower than float32)."""
     from psens.models.loading import resolve_dtype
 
     tree, full = prompt_work(plan)
-    work = float(tree[sample].sum() + full[sample].sum())
+    scored = float(tree[sample].sum() + cloze_work(plan)[sample].sum())
+    work = scored + float(full[sample].sum())
     cfg = plan.cfg
-    if cfg.floor_dtype and not spec.is_served:
+    if cfg.floor_dtype and not spec.is_served and not cfg.predictions_only:
         main = throughput(cfg, resolve_dtype(spec.source, cfg.dtype))
-        work += float(tree[sample].sum()) * main / throughput(cfg, cfg.floor_dtype)
+        work += scored * main / throughput(cfg, cfg.floor_dtype)
     return work
 
 
@@ -486,11 +537,17 @@ def estimate(plan: Plan, measured: float | None = None) -> dict[str, Any]:
     ``psens plan``; served models are not counted, ``served`` says how many there are);
     after the first block of each model has run on this machine, :func:`recalibrate`
     replaces it by the measured rates. ``measured``: a measured throughput (FLOP/s)
-    instead of the table's. ``tokens``: the mean prompt's (:func:`prompt_tokens`).
+    instead of the table's. ``tokens``: the mean prompt's (:func:`prompt_tokens`);
+    ``computed_tokens``: the tokens computed per scored prompt (its share of the prefix
+    tree, a cloze run's options, the unmasked prediction: :func:`block_work` without the
+    noise floor).
     """
     cfg = plan.cfg
     passes = plan.forward_passes()
     tokens = prompt_tokens(plan)
+    tree, full = prompt_work(plan)
+    scored = sum(block_prompts(plan, s) for s in range(len(plan.items)))
+    computed = float(tree.sum() + cloze_work(plan).sum() + full.sum()) / max(scored, 1)
     each = [model_seconds(plan, spec, measured) for spec in cfg.model_specs]
     seconds = sum(t for t in each if t is not None)
     cells = len(cfg.models) * len(plan.items) * len(plan.shot_keys) * len(plan.templates)
@@ -502,6 +559,7 @@ def estimate(plan: Plan, measured: float | None = None) -> dict[str, Any]:
         "seconds": seconds,
         "store_bytes": size,
         "tokens": tokens,
+        "computed_tokens": computed,
         "model_seconds": each,
         "served": sum(t is None for t in each),
     }
@@ -1006,15 +1064,15 @@ def _check_models(cfg: RunConfig) -> None:
 
 
 def _work_unit(
-    cfg_dict: dict, model_index: int, samples: Sequence[int], run_id: str | None = None
+    rr, model_index: int, samples: Sequence[int], run_id: str | None = None
 ) -> list[int]:
-    """One dask task: score some samples of one model and write their blocks (refused when
-    the store's run id is no longer ``run_id``: the run was started over meanwhile)."""
-    cfg = RunConfig.from_dict(cfg_dict)
-    plan = Plan(cfg)
-    scorer, floor_scorer = _scorers(cfg, cfg.model_specs[model_index])
+    """One dask task: score some samples of one model of the resolved run ``rr``
+    (:class:`psens.plan.ResolvedRun`) and write their blocks (refused when the store's run
+    id is no longer ``run_id``: the run was started over meanwhile). Nothing is checked or
+    read again: the scorers are built (once per worker) from ``rr``'s settings."""
+    scorer, floor_scorer = _scorers(rr.scoring, rr.models[model_index])
     for s in samples:
-        _run_block(scorer, plan, model_index, s, run_id, floor_scorer)
+        _run_block(scorer, rr.plan, model_index, s, run_id, floor_scorer)
     return list(samples)
 
 
@@ -1308,22 +1366,25 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
     ...                 "dataset": "arc-challenge", "split": "validation", "samples": 3,
     ...                 "templates": "ips5", "n_vars": 5})  # doctest: +SKIP
     """
+    from psens.plan import ResolvedRun, resolve
+
     start = time.perf_counter()
-    cfg = RunConfig.from_any(config)
+    resolved = config if isinstance(config, ResolvedRun) else None
+    cfg = resolved.config if resolved is not None else RunConfig.from_any(config)  # checked
     _check_disk(Path(cfg.store), 0)  # a folder that cannot be written, before its lock
     # the store's lock first: a store in use is refused at once, before the dataset is read
     with store.lock(cfg.store, "psens run"):  # held until the last block is written
-        ds = _run_locked(cfg, overwrite, progress, quiet)
+        rr = resolve(resolved if resolved is not None else cfg, checked=True)
+        ds = _run_locked(rr, overwrite, progress, quiet)
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))
     say(summarize(ds, wall=time.perf_counter() - start))
     return ds
 
 
-def _run_locked(cfg: RunConfig, overwrite: bool, progress: bool, quiet: bool):
-    """:func:`run` once the store's lock is held: plan, check, create or resume, score."""
-    check_scheduler(cfg)  # before the plan: a scheduler that is not there fails fast
-    plan = Plan(cfg)  # loads the dataset: fails before any model is loaded
-    est = estimate(plan)
+def _run_locked(rr, overwrite: bool, progress: bool, quiet: bool):
+    """:func:`run` once the store's lock is held and the run resolved
+    (:class:`psens.plan.ResolvedRun`, every check done): create or resume, score."""
+    cfg, plan, est = rr.config, rr.plan, rr.cost
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))
     say(
         f"psens run: {len(cfg.models)} model(s) x {len(plan.items)} samples x "
@@ -1334,19 +1395,12 @@ def _run_locked(cfg: RunConfig, overwrite: bool, progress: bool, quiet: bool):
         f"timed on this machine after the first block), store ~{fmt_bytes(est['store_bytes'])}"
     )
     _check_disk(Path(cfg.store), est["store_bytes"])
-    check_device(cfg)
-    batch = resolve_batch(plan)  # "auto" without memory information is refused here
-    scoring = dataclasses.replace(cfg, batch_size=batch)  # what the scorers are built with
-    _check_models(scoring)
-    _check_answer_tokens(cfg, plan)
-    loading = _loading(cfg)  # dtype and attention of each local model, before the store
     resuming = Path(cfg.store).exists() and not overwrite
-    ds = _open_or_create(plan, overwrite, {"batch_size": batch, "loading": loading})
+    ds = _open_or_create(plan, overwrite, {"batch_size": rr.batch, "loading": rr.loading})
     run_id = ds.attrs.get("run_id")  # None for stores of an older psens
     if resuming:
         # the batch the store was started with (an "auto" batch may differ here)
-        batch = int(ds.attrs.get("batch_size", batch))
-        scoring = dataclasses.replace(cfg, batch_size=batch)
+        rr = dataclasses.replace(rr, batch=int(ds.attrs.get("batch_size", rr.batch)))
         store.remove_leftovers(cfg.store)
         _recompute_damaged(cfg.store, run_id, say)
     status = ds["status"].values
@@ -1359,10 +1413,20 @@ def _run_locked(cfg: RunConfig, overwrite: bool, progress: bool, quiet: bool):
     if len(todo) < plan.blocks:
         say(f"resuming: {plan.blocks - len(todo)} of {plan.blocks} blocks already done")
     if cfg.scheduler:
-        _run_dask(scoring, plan, todo, progress, run_id)
+        _run_dask(rr, todo, progress, run_id)
     else:
-        _run_serial(scoring, plan, todo, progress, run_id, say)
+        _run_serial(rr.scoring, plan, todo, progress, run_id, say)
     return store.open_run(cfg.store)
+
+
+def check_models(scoring: RunConfig, plan: Plan) -> dict[str, dict[str, str]]:
+    """The model checks of a run, before its store (:func:`psens.plan.resolve`): every local
+    model found and every served one answering (``scoring``: the config with the resolved
+    batch), a format space's answer tokens distinct under each tokenizer; returns how each
+    local model is loaded (``{model: {"dtype", "attn_implementation"}}``)."""
+    _check_models(scoring)
+    _check_answer_tokens(plan.cfg, plan)
+    return _loading(plan.cfg)
 
 
 def _check_answer_tokens(cfg: RunConfig, plan: Plan) -> None:
@@ -1465,8 +1529,14 @@ def _run_serial(
                     say(line)
 
 
-def _run_dask(cfg: RunConfig, plan: Plan, todo, progress: bool, run_id: str | None) -> None:
+def _run_dask(rr, todo, progress: bool, run_id: str | None) -> None:
+    """The blocks ``todo`` on a dask.distributed cluster (the run's ``scheduler``): the
+    resolved run (:class:`psens.plan.ResolvedRun`) is sent to every worker once, and each
+    task scores one block from it (:func:`_work_unit`: no config, dataset or plan is read
+    again on a worker)."""
     from dask.distributed import Client, LocalCluster, as_completed
+
+    cfg, plan = rr.config, rr.plan
 
     kind, workers = parse_scheduler(cfg.scheduler)
     cluster = None
@@ -1487,9 +1557,9 @@ def _run_dask(cfg: RunConfig, plan: Plan, todo, progress: bool, run_id: str | No
     else:
         client = Client(str(cfg.scheduler))
     try:
-        cfg_dict = cfg.to_dict()
+        shipped = client.scatter(rr, broadcast=True)  # once per worker, not once per block
         futures = {
-            client.submit(_work_unit, cfg_dict, m, [s], run_id, pure=False): s for m, s in todo
+            client.submit(_work_unit, shipped, m, [s], run_id, pure=False): s for m, s in todo
         }
         from tqdm.auto import tqdm
 

@@ -68,8 +68,95 @@ def test_flop_formula_literal():
     floor = load_config(EXAMPLES / "arc.toml")
     floor.noise_floor = "bfloat16"
     t = estimate(Plan(floor))["seconds"]
-    bf16 = 2 * flop * tree.sum() / plan_mod.THROUGHPUT["cpu"]["bfloat16"]
+    bf16 = 2 * flop * tree.sum() / runner.throughput(floor, "bfloat16")
     assert t == pytest.approx(literal + bf16 + 20.0)
+
+
+@pytest.mark.parametrize(
+    ("flags", "factor"),
+    [
+        ({"avx2", "fma"}, hardware.HALF_SLOWDOWN_CPU),  # AVX2 only (the AMD EPYC)
+        ({"avx2", "avx512f", "avx512_bf16"}, 1.0),
+        ({"avx2", "amx_bf16", "amx_tile"}, 1.0),  # AMX (the Intel Xeon of the table)
+    ],
+)
+def test_the_half_precision_factor_only_without_native_bf16(flags, factor, monkeypatch):
+    """On a CPU without native bfloat16 the noise floor is scored HALF_SLOWDOWN_CPU times
+    slower than float32; with native bfloat16, at the table's rate; never on float32 or a
+    GPU."""
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset(flags))
+    assert hardware.half_factor("bfloat16") == factor
+    assert hardware.half_factor("float32") == 1.0
+    want = hardware.THROUGHPUT["cpu"]["float32"] / factor if factor != 1.0 else None
+    rate = hardware.rate("cpu", "bfloat16")
+    assert rate == (want or hardware.THROUGHPUT["cpu"]["bfloat16"])
+    assert hardware.rate("cpu", "float32") == hardware.THROUGHPUT["cpu"]["float32"]
+    assert hardware.rate("cuda", "bfloat16") == hardware.THROUGHPUT["cuda"]["bfloat16"]
+    # float16 needs its own flags: AVX-512 BF16 does not compute float16 natively
+    assert hardware.half_factor("float16") == hardware.HALF_SLOWDOWN_CPU
+    cfg = load_config(EXAMPLES / "arc.toml")
+    cfg.noise_floor = "bfloat16"
+    p = Plan(cfg)
+    tree, full = runner.prompt_work(p)
+    spec = cfg.model_specs[0]
+    flop = runner.model_scale(spec)
+    f32 = 2 * flop * (tree.sum() + full.sum()) / hardware.THROUGHPUT["cpu"]["float32"]
+    floor = 2 * flop * tree.sum() / rate
+    assert runner.model_seconds(p, spec) == pytest.approx(f32 + floor + 20.0)
+    rp = plan_mod.make_plan(cfg)
+    assert rp.floor_factor == factor
+    line = plan_mod.format_plan(rp).splitlines()[-1]
+    assert line.startswith("noise floor in bfloat16")
+    assert (f"{factor:g}x slower than float32" in line) == (factor != 1.0)
+
+
+def test_cloze_tokens_literal(tmp_path):
+    """A cloze run computes per masked prompt its prefix tree's share and every option as a
+    branch (k options, padded to the longest: delimiter and text), and per prompt one
+    unmasked prediction; a predictions-only cloze run the prompt, the options and the
+    prediction."""
+    from psens import prompts
+    from psens.config import RunConfig
+    from tests.test_cloze import _base
+
+    cfg = RunConfig.from_dict(_base(tmp_path))
+    p = Plan(cfg)
+    tree, full = runner.prompt_work(p)
+    opts = runner.cloze_work(p)
+    assert opts.shape == tree.shape == (2, 1, 2)
+    for s, it in enumerate(p.items):
+        for t, name in enumerate(p.templates):
+            assert prompts.get_template(name).answer_prefix == " "
+            width = max(len(" " + text) for _, text in it.options)
+            n = len(p.variables[s])
+            literal = 2**n * len(it.options) * width
+            assert opts[s, 0, t] * hardware.CHARS_PER_TOKEN == pytest.approx(literal)
+            assert full[s, 0, t] * hardware.CHARS_PER_TOKEN == len(p.prompts[s, 0, t])
+    spec = cfg.model_specs[0]
+    assert runner.block_work(p, 0, spec) == pytest.approx(
+        tree[0].sum() + opts[0].sum() + full[0].sum()
+    )
+    # counted by hand: "What do bees make?" masks one word ("bees", 2 masked prompts); its
+    # 3 options milk, honey, silk are padded to " honey"
+    assert p.items[0].id == "q4" and [str(v) for v in p.variables[0]] == ["bees"]
+    assert opts[0, 0, 0] * hardware.CHARS_PER_TOKEN == 2 * 3 * len(" honey")
+    assert full[0, 0, 0] * hardware.CHARS_PER_TOKEN == len("Question: What do bees make?\nAnswer:")
+    # n_vars = 0: no tree; the prompt once with its options, and the prediction
+    pred = Plan(RunConfig.from_dict(_base(tmp_path, n_vars=0)))
+    tree0, full0 = runner.prompt_work(pred)
+    opts0 = runner.cloze_work(pred)
+    assert not tree0.any()
+    for s, it in enumerate(pred.items):
+        width = max(1 + len(text) for _, text in it.options)
+        for t in range(len(pred.templates)):
+            literal = len(pred.prompts[s, 0, t]) + len(it.options) * width
+            assert opts0[s, 0, t] * hardware.CHARS_PER_TOKEN == pytest.approx(literal)
+    est = estimate(pred)
+    per = (opts0.sum() + full0.sum()) / (len(pred.items) * len(pred.templates))
+    assert est["computed_tokens"] == pytest.approx(per)
+    # the letter formulation computes no options
+    letter = Plan(RunConfig.from_dict(_base(tmp_path, answer="letter", templates="ips5")))
+    assert not runner.cloze_work(letter).any()
 
 
 @pytest.mark.parametrize("path", PAPER, ids=lambda p: p.stem)

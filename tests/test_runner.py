@@ -311,7 +311,7 @@ def test_second_run_on_a_store_in_use_is_refused(assets, tmp_path, capsys):
 
 
 def test_stale_dask_task_is_refused(assets, tmp_path):
-    from psens.config import RunConfig
+    import psens
     from psens.runner import _work_unit, run
 
     out = tmp_path / "run.zarr"
@@ -320,8 +320,8 @@ def test_stale_dask_task_is_refused(assets, tmp_path):
     new = run(cfg, overwrite=True, progress=False, quiet=True).attrs["run_id"]
     assert new != old
     with pytest.raises(ValueError, match="run id"):
-        _work_unit(RunConfig.from_any(cfg).to_dict(), 0, [0], old)
-    assert _work_unit(RunConfig.from_any(cfg).to_dict(), 0, [0], new) == [0]
+        _work_unit(psens.plan(cfg), 0, [0], old)
+    assert _work_unit(psens.plan(cfg), 0, [0], new) == [0]
 
 
 def test_kill_during_creation_then_run_is_identical(assets, tmp_path, serial_run):

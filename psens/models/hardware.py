@@ -36,17 +36,21 @@ __all__ = [
     "BATCH_MEMORY_SHARE",
     "BYTES",
     "CHARS_PER_TOKEN",
+    "HALF_SLOWDOWN_CPU",
     "THROUGHPUT",
     "available_ram",
+    "cpu_flags",
     "cpu_name",
     "cuda_count",
     "flop_seconds",
     "forward_params",
     "free_memory",
+    "half_factor",
     "largest_batch",
     "memory_bytes",
     "model_params",
     "placement",
+    "rate",
     "shape",
 ]
 
@@ -67,6 +71,20 @@ THROUGHPUT: dict[str, dict[str, float]] = {
     "cpu": {"float32": 8.8e10, "bfloat16": 8.8e10 * 1250 / 101, "float16": 8.8e10 * 1160 / 101},
     "cuda": {"float32": 19.5e12, "bfloat16": 312e12, "float16": 312e12},
     "mps": {"float32": 3.6e12, "bfloat16": 3.6e12, "float16": 3.6e12},
+}
+#: How many times slower than float32 a CPU without native half-precision arithmetic
+#: computes in bfloat16 or float16 (:func:`half_factor`): torch converts every operand, so
+#: the table's bfloat16/float16 rates (a CPU with AMX) do not hold there. Measured on this
+#: project's 2-core AMD EPYC (AVX2 only, no AVX-512), torch 2.13, one thread: ``F.linear``
+#: of 64x576 @ 576x1536 takes 11.5 ms in bfloat16 against 1.8 ms in float32 (float16: 20.3
+#: against 3.16 ms, measured beside a busy process: the same ratio). A noise floor scored
+#: in half precision on such a CPU costs this factor times its float32 scoring.
+HALF_SLOWDOWN_CPU = 6.4
+#: The CPU flags (``/proc/cpuinfo``; ``Features`` on ARM) that mean native arithmetic in a
+#: half-precision dtype.
+NATIVE_HALF_FLAGS = {
+    "bfloat16": ("avx512_bf16", "amx_bf16", "bf16"),
+    "float16": ("avx512_fp16", "amx_fp16", "fphp"),
 }
 #: Bytes per parameter at each dtype.
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -97,6 +115,55 @@ def cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown CPU"
+
+
+def cpu_flags() -> frozenset[str] | None:
+    """The CPU's feature flags (``/proc/cpuinfo``'s ``flags``, or ``Features`` on ARM); None
+    where they cannot be read (not Linux)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            return frozenset(value.split())
+    return None
+
+
+def half_factor(dtype: str, flags: frozenset[str] | None = None) -> float:
+    """How many times slower than the table's rate a CPU computes in ``dtype``: 1 for
+    float32 and for a half-precision dtype the CPU computes natively
+    (:data:`NATIVE_HALF_FLAGS`), else :data:`HALF_SLOWDOWN_CPU` (measured), the rate
+    then being the float32 rate divided by it (:func:`rate`).
+
+    ``flags`` default to :func:`cpu_flags`; where those are unknown, torch's CPU capability
+    decides (an x86 CPU without AVX-512, ``"AVX2"`` or ``"DEFAULT"``, has no native half
+    precision) and anything else is taken as native (the table's rate).
+    """
+    if dtype not in NATIVE_HALF_FLAGS:
+        return 1.0
+    flags = cpu_flags() if flags is None else flags
+    if flags is None:
+        try:
+            import torch
+
+            capability = torch.backends.cpu.get_cpu_capability()
+        except (ImportError, AttributeError):  # pragma: no cover - an old torch
+            return 1.0
+        return HALF_SLOWDOWN_CPU if capability in ("AVX2", "DEFAULT") else 1.0
+    return 1.0 if flags & set(NATIVE_HALF_FLAGS[dtype]) else HALF_SLOWDOWN_CPU
+
+
+def rate(kind: str, dtype: str, flags: frozenset[str] | None = None) -> float:
+    """FLOP/s of a device kind (``cpu``, ``cuda``, ``mps``) at ``dtype``:
+    :data:`THROUGHPUT`, except on a CPU without native ``dtype`` arithmetic
+    (:func:`half_factor`): the float32 rate divided by :data:`HALF_SLOWDOWN_CPU`."""
+    if kind == "cpu":
+        factor = half_factor(dtype, flags)
+        if factor != 1.0:
+            return THROUGHPUT["cpu"]["float32"] / factor
+    return THROUGHPUT[kind][dtype]
 
 
 def cuda_count() -> int:
