@@ -165,6 +165,7 @@ def _done(ds) -> np.ndarray:
 
 def _finish(rows: list[dict], ds, **attrs) -> pd.DataFrame:
     out = pd.DataFrame(rows)
+    out["holds"] = pd.Series([r["holds"] for r in rows], dtype=object)  # True/False/None
     out.attrs.update(attrs)
     return mark_synthetic(out, ds)
 
@@ -313,7 +314,9 @@ def same_answer_claim(
     multinomial counts :math:`W` of :func:`psens.stats.resample_counts` over the items with a
     defined pair, drawn from ``default_rng(seed)`` per model): :math:`\bar e^{(b)}_A = W_b
     s_A / W_b c_A` (:func:`psens.stats.bootstrap_means`), the three figures on the same
-    resamples. There is no test: the CI alone decides (:func:`psens.stats.is_finding`).
+    resamples. There is no test: the CI alone decides (:func:`psens.stats.is_finding`). A
+    group with pairs in fewer than two items has no CI (NaN: its resamples would all repeat
+    one item), nor then has the difference.
 
     Parameters
     ----------
@@ -327,9 +330,11 @@ def same_answer_claim(
     pandas.DataFrame
         Three rows per model (``group``: ``"same answer"``, ``"different answers"``, ``"same −
         different"``): ``model, shot, group, ips, floor, excess, lo, hi, n_items, n_pairs,
-        claim, measured, verdict, holds`` (``ips`` and ``floor`` pooled as ``excess``; NaN on
-        the difference row). Only the ``"same answer"`` row is the paper's claim; the other
-        two are this run's measurements (their verdict says positive / negative).
+        claim, measured, verdict, holds`` (``ips`` and ``floor`` pooled as ``excess``, NaN on
+        the difference row; ``n_items``: the items with a pair of the group, on the
+        difference row the items resampled). Only the ``"same answer"`` row is the paper's
+        claim; the other two are this run's measurements (their verdict says positive /
+        negative).
 
     References
     ----------
@@ -377,6 +382,9 @@ def same_answer_claim(
                 boot = bootstrap_means(sums, counts) / bootstrap_means(cnt, counts)  # [b, group]
             boot = np.concatenate([boot, boot[:, :1] - boot[:, 1:2]], axis=1)
             lo, hi = percentile_ci(boot, ci)
+        present = (cnt > 0).sum(axis=-1)  # items with a pair of the group
+        present = np.append(present, min(present))
+        lo, hi = np.where(present >= 2, lo, np.nan), np.where(present >= 2, hi, np.nan)
         names = [*groups, "same − different"]
         for g, group in enumerate(names):
             claim = SAME_ANSWER if g == 0 else "psens: a measurement (no claim in the paper)"
@@ -385,6 +393,7 @@ def same_answer_claim(
             holds = holds if g == 0 else None
             label = "IPS − floor" if g < 2 else "difference of IPS − floor"
             n_pairs = int(total[g]) if g < 2 else int(total.sum())
+            n_g = int(present[g]) if g < 2 else n_items
             rows.append(
                 {
                     "model": model,
@@ -395,11 +404,11 @@ def same_answer_claim(
                     "excess": float(est[g]),
                     "lo": float(lo[g]),
                     "hi": float(hi[g]),
-                    "n_items": n_items,
+                    "n_items": n_g,
                     "n_pairs": n_pairs,
                     "claim": claim,
                     "measured": f"{group}: {label} {_num(est[g], '+.3f')} "
-                    f"[{_num(lo[g])}, {_num(hi[g])}] (n = {n_pairs} pairs of {n_items} items)",
+                    f"[{_num(lo[g])}, {_num(hi[g])}] (n = {n_pairs} pairs of {n_g} items)",
                     "verdict": verdict,
                     "holds": holds,
                 }
