@@ -21,6 +21,15 @@ comparison):
   bootstrap that equals sequential ``rng.choice(values, n).mean()`` calls draw for draw
   (the EAS authors' procedure).
 
+* **Correlation with a CI** (:func:`correlation_ci`): Spearman or Pearson r
+  (:func:`rank_correlation`) over paired values, with a percentile bootstrap CI from one
+  index matrix of resamples (ranks recomputed on each).
+
+**The verdict rule** (:func:`is_finding`, in words :func:`change_verdict`): a change, a
+difference or a correlation is a *finding* when its CI lies strictly on one side of 0 and,
+when it has a p-value, the test rejects at ``alpha = 0.05``. The PSS verdicts
+(:mod:`psens.pss.verdicts`) and the IPS claims (:mod:`psens.ips.claims`) both use it: one rule.
+
 Agreement of model rankings (appendix F.8, table 2): Spearman ρ (Pearson r of average
 ranks), Pearson r, Kendall τ-b (from sign matrices), RMSE of ranks and top-k overlap.
 
@@ -33,6 +42,7 @@ The bootstrap CIs and paired tests are psens's addition: [1] reports point estim
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -40,14 +50,19 @@ import numpy as np
 from psens._validation import check_in_interval, check_positive_int, fail
 
 __all__ = [
+    "NOT_A_FINDING",
     "bootstrap_means",
+    "change_verdict",
     "choice_bootstrap_means",
+    "correlation_ci",
+    "is_finding",
     "kendall_matrix",
     "majority_answer",
     "paired_core",
     "paired_test",
     "percentile_ci",
     "rank_agreement",
+    "rank_correlation",
     "rankdata",
     "resample_counts",
     "sign_flips",
@@ -257,6 +272,63 @@ def rank_agreement(values: np.ndarray, *, top_k: int = 10) -> dict[str, np.ndarr
     }
 
 
+def rank_correlation(x: np.ndarray, y: np.ndarray, *, method: str = "spearman") -> np.ndarray:
+    r"""Correlation of ``x`` and ``y`` along the last axis (rows are independent problems).
+
+    ``method="pearson"``: :math:`r = \sum (x-\bar x)(y-\bar y) / \sqrt{\sum (x-\bar x)^2
+    \sum (y-\bar y)^2}`; ``"spearman"``: the same on average ranks (ties share their mean
+    rank). NaN when either row is constant.
+    """
+    if method not in ("spearman", "pearson"):
+        fail("rank_correlation", f"method={method!r}", 'Use "spearman" or "pearson"')
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if method == "spearman":
+        x, y = rankdata(x, axis=-1), rankdata(y, axis=-1)
+    xc = x - x.mean(axis=-1, keepdims=True)
+    yc = y - y.mean(axis=-1, keepdims=True)
+    den = np.sqrt((xc**2).sum(axis=-1) * (yc**2).sum(axis=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (xc * yc).sum(axis=-1) / den
+    return np.where(den > 1e-12, r, np.nan)
+
+
+def correlation_ci(
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    method: str = "spearman",
+    n_boot: int = 2000,
+    ci: float = 0.95,
+    seed: Any = 0,
+) -> dict[str, float]:
+    """The correlation of paired values ``x``, ``y`` (1-d, all defined) with a percentile
+    bootstrap CI over the pairs.
+
+    ``n_boot`` resamples of the pairs with replacement, as one index matrix
+    ``rng.integers(0, n, (n_boot, n))`` (``seed`` a seed or a Generator, whose stream it
+    advances), the correlation recomputed on each (:func:`rank_correlation`, ranks recomputed
+    for Spearman); resamples where one variable is constant are skipped. Fewer than three
+    pairs: ``r``, ``lo``, ``hi`` NaN and nothing drawn.
+
+    Returns
+    -------
+    dict
+        ``n``, ``r``, ``lo``, ``hi``, ``n_boot_valid`` (resamples with a defined correlation).
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n = int(x.size)
+    out = {"n": n, "r": np.nan, "lo": np.nan, "hi": np.nan, "n_boot_valid": 0}
+    if n < 3:
+        return out
+    out["r"] = float(rank_correlation(x, y, method=method))
+    idx = _rng(seed).integers(0, n, size=(n_boot, n))
+    boot = rank_correlation(x[idx], y[idx], method=method)
+    out["n_boot_valid"] = valid = int(np.isfinite(boot).sum())
+    if valid:
+        out["lo"], out["hi"] = (float(v[0]) for v in percentile_ci(boot[:, None], ci))
+    return out
+
+
 def majority_answer(answers) -> tuple[str, float, int]:
     """The most frequent of ``answers`` (``""``, None and NaN are no answer), its share of
     the answers given, and how many were given: ``("", nan, 0)`` when none.
@@ -274,3 +346,99 @@ def majority_answer(answers) -> tuple[str, float, int]:
     values, counts = np.unique(answers.astype(str), return_counts=True)
     top = int(np.argmax(counts))
     return str(values[top]), float(counts[top] / counts.sum()), int(counts.sum())
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+#: how every verdict that is not a finding ends
+NOT_A_FINDING = "not a finding"
+
+
+def _finite_value(x: float | None) -> bool:
+    return x is not None and math.isfinite(float(x))
+
+
+def is_finding(lo: float, hi: float, p_value: float | None = None, alpha: float = 0.05) -> bool:
+    """Whether a change (or correlation) with CI ``[lo, hi]`` and ``p_value`` is a finding.
+
+    Parameters
+    ----------
+    lo, hi : float
+        The ends of the (95 %) confidence interval. NaN: undefined (too few items with
+        variation), never a finding.
+    p_value : float, optional
+        The p-value of a test of "no change" on the same data (e.g. the sign-flip p-value of
+        :func:`psens.stats.paired_test`). None or NaN: the CI alone decides.
+    alpha : float
+        The test's level: a p-value at or above it is not a finding, whatever the CI says.
+
+    Returns
+    -------
+    bool
+        True when the CI lies strictly above or strictly below 0 and, if given, ``p_value <
+        alpha``. A CI that touches or contains 0 is within noise.
+
+    Examples
+    --------
+    >>> is_finding(0.1, 0.3), is_finding(-0.3, -0.1, 0.01), is_finding(-0.2, 0.1)
+    (True, True, False)
+    >>> is_finding(0.1, 0.3, p_value=0.2)  # the CI excludes 0 but the test does not reject
+    False
+    """
+    if not (_finite_value(lo) and _finite_value(hi)):
+        return False
+    if not (lo > 0 or hi < 0):
+        return False
+    return not (_finite_value(p_value) and float(p_value) >= alpha)
+
+
+def change_verdict(
+    lo: float,
+    hi: float,
+    p_value: float | None = None,
+    *,
+    words: tuple[str, str] = ("rose", "fell"),
+    alpha: float = 0.05,
+) -> str:
+    """The verdict on a change with CI ``[lo, hi]``, in words; the rule is :func:`is_finding`.
+
+    Parameters
+    ----------
+    lo, hi : float
+        The ends of the confidence interval of the change (or correlation).
+    p_value : float, optional
+        The p-value of the paired test; None or NaN: the CI alone decides.
+    words : (str, str)
+        What a CI above 0 and a CI below 0 say (e.g. ``("PSS rose", "PSS fell, as ProSA
+        reports")``).
+    alpha : float
+        The test's level.
+
+    Returns
+    -------
+    str
+        ``"<words[0]>, CI above 0"`` or ``"<words[1]>, CI below 0"`` for a finding; otherwise a
+        sentence ending in :data:`NOT_A_FINDING` that says why (undefined CI, CI containing 0,
+        or a test that does not reject). ``change_verdict(...).endswith(NOT_A_FINDING)`` is
+        exactly ``not is_finding(...)``.
+
+    Examples
+    --------
+    >>> change_verdict(-0.4, -0.1, 0.01, words=("PSS rose", "PSS fell"))
+    'PSS fell, CI below 0'
+    >>> change_verdict(-0.1, 0.2)
+    'within noise (the CI contains 0): not a finding'
+    >>> change_verdict(0.05, 0.2, 0.08)
+    'rose, CI above 0 — but the paired test does not reject (p = 0.080 >= 0.05): not a finding'
+    """
+    if not (_finite_value(lo) and _finite_value(hi)):
+        return f"undefined (too few items with variation): {NOT_A_FINDING}"
+    if not (lo > 0 or hi < 0):
+        return f"within noise (the CI contains 0): {NOT_A_FINDING}"
+    said = f"{words[0]}, CI above 0" if lo > 0 else f"{words[1]}, CI below 0"
+    if is_finding(lo, hi, p_value, alpha):
+        return said
+    return (
+        f"{said} — but the paired test does not reject (p = {float(p_value):.3f} >= {alpha:g}): "
+        + NOT_A_FINDING
+    )

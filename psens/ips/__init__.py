@@ -7,6 +7,10 @@ The numerical core (AND-OR interactions, Möbius transforms, the γ split of eq.
   order band, stable/unstable classes, sparsity; :func:`sample_ips` is the one run engine
   (block-wise over a stored run, every τ and order band at once);
 * :mod:`psens.ips.tables` — the tidy tables behind every IPS chart and widget;
+* :mod:`psens.ips.claims` — the papers' claims as measured quantities with CIs and one
+  verdict rule: :func:`order_claim` (fig. 9: high-order interactions more sensitive than
+  low-order), :func:`same_answer_claim` (§1: unstable interactions when the answer stays the
+  same), :func:`accuracy_relation` (item IPS vs accuracy, beside ProSA's claim);
 * :mod:`psens.ips.floor` — the noise floor: IPS between two scorings of the same prompt
   (precision, jitter) and a per-model test of template IPS against it;
 * :mod:`psens.ips.solvers` — how IPS moves with the AND-OR solver (canonical, exact, SGD,
@@ -32,7 +36,8 @@ References
 
 import sys as _sys
 
-from psens.ips import accessor, factors, floor, solvers, tables
+from psens.ips import accessor, claims, factors, floor, solvers, tables
+from psens.ips.claims import accuracy_relation, order_claim, same_answer_claim
 from psens.ips.metric import (
     CLASSES,
     ORDER_LEVELS,
@@ -70,8 +75,10 @@ __all__ = [
     "ORDERS",
     "ORDER_LEVELS",
     "accessor",
+    "accuracy_relation",
     "aggregate",
     "check_taus",
+    "claims",
     "class_shares",
     "factors",
     "floor",
@@ -82,11 +89,13 @@ __all__ = [
     "n_players",
     "nanmean",
     "normalize",
+    "order_claim",
     "order_masks",
     "order_of_subsets",
     "pair_labels",
     "pairs",
     "salient",
+    "same_answer_claim",
     "sample_ips",
     "select_solver",
     "solver_names",

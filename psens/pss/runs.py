@@ -10,7 +10,8 @@ confidence ``confidence`` (top next-token probability over the full vocabulary) 
   :math:`\mathcal C_i = \frac1{|P|}\sum_p \max_t P(t\mid p)` (eq. 3) and the accuracy;
 * :func:`confidence_relation` — the correlation between :math:`S_i` and
   :math:`\mathcal C_i` over instances (Spearman by default) with a percentile bootstrap CI
-  over instances (§5.2: the paper reports that higher confidence goes with lower PSS);
+  over instances (:func:`psens.stats.correlation_ci`; §5.2: the paper reports that higher
+  confidence goes with lower PSS);
 * :func:`pss_by_shot` — PSS per shot count with a bootstrap CI, and each shot count
   against zero shots: the paired difference of :math:`S_i`, its CI and sign-flip p-value
   (:func:`psens.stats.paired_test`); a difference that is not a finding (its CI contains 0,
@@ -38,6 +39,7 @@ import xarray as xr
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.pss.metric import instance_pss
 from psens.pss.verdicts import change_verdict, is_finding
+from psens.stats import correlation_ci, rank_correlation
 
 __all__ = [
     "chance_pss",
@@ -123,28 +125,6 @@ def instance_table(ds: xr.Dataset, *, correct: xr.DataArray | None = None) -> pd
     return df[["model", "shot", "sample", "S_i", "confidence", "accuracy", "n_templates"]]
 
 
-def rank_correlation(x: np.ndarray, y: np.ndarray, *, method: str = "spearman") -> np.ndarray:
-    r"""Correlation of ``x`` and ``y`` along the last axis (rows are independent problems).
-
-    ``method="pearson"``: :math:`r = \sum (x-\bar x)(y-\bar y) / \sqrt{\sum (x-\bar x)^2
-    \sum (y-\bar y)^2}`; ``"spearman"``: the same on average ranks (ties share their mean
-    rank). NaN when either row is constant.
-    """
-    from psens.stats import rankdata
-
-    if method not in ("spearman", "pearson"):
-        fail(WHERE, f"method={method!r}", 'Use "spearman" or "pearson"')
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if method == "spearman":
-        x, y = rankdata(x, axis=-1), rankdata(y, axis=-1)
-    xc = x - x.mean(axis=-1, keepdims=True)
-    yc = y - y.mean(axis=-1, keepdims=True)
-    den = np.sqrt((xc**2).sum(axis=-1) * (yc**2).sum(axis=-1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = (xc * yc).sum(axis=-1) / den
-    return np.where(den > 1e-12, r, np.nan)
-
-
 def confidence_relation(
     ds: xr.Dataset,
     *,
@@ -157,11 +137,11 @@ def confidence_relation(
     r"""Instance-level correlation of ``S_i`` with decoding confidence, per model and shot.
 
     ProSA §5.2 reports that instances with higher decoding confidence have lower PSS (fig.
-    7, CommonsenseQA). Here: the correlation (:func:`rank_correlation`) of :math:`S_i` and
-    :math:`\mathcal C_i` over the instances with both defined, and its percentile bootstrap
-    CI: ``n_boot`` resamples of the instances with replacement (one index matrix, drawn
-    from ``default_rng(seed)``), the correlation recomputed on each (ranks recomputed for
-    Spearman); resamples where one variable is constant are skipped
+    7, CommonsenseQA). Here: the correlation (:func:`psens.stats.rank_correlation`) of
+    :math:`S_i` and :math:`\mathcal C_i` over the instances with both defined, and its
+    percentile bootstrap CI: ``n_boot`` resamples of the instances with replacement (one
+    index matrix, drawn from ``default_rng(seed)``), the correlation recomputed on each
+    (ranks recomputed for Spearman); resamples where one variable is constant are skipped
     (:func:`psens.stats.percentile_ci`).
 
     Returns
@@ -171,35 +151,27 @@ def confidence_relation(
     claimed; ``verdict`` is :func:`psens.pss.verdicts.change_verdict` of the CI ("positive" /
     "negative", ending in "not a finding" exactly when ``excludes_zero`` is False).
     """
-    from psens.stats import percentile_ci
-
     check_positive_int(n_boot, "psens.pss.confidence_relation", "n_boot")
     check_in_interval(ci, "psens.pss.confidence_relation", "ci", 0.0, 1.0)
+    if method not in ("spearman", "pearson"):
+        fail(WHERE, f"method={method!r}", 'Use "spearman" or "pearson"')
     table = instance_table(ds, correct=correct)
     rng = np.random.default_rng(seed)
     rows = []
     for (model, shot), g in table.groupby(["model", "shot"], sort=False):
         g = g.dropna(subset=["S_i", "confidence"])
         x, y = g["S_i"].to_numpy(), g["confidence"].to_numpy()
-        n = len(g)
-        r = float(rank_correlation(x, y, method=method)) if n >= 3 else np.nan
-        lo = hi = np.nan
-        valid = 0
-        if n >= 3:
-            idx = rng.integers(0, n, size=(n_boot, n))
-            boot = rank_correlation(x[idx], y[idx], method=method)
-            valid = int(np.isfinite(boot).sum())
-            if valid:
-                lo, hi = (float(v[0]) for v in percentile_ci(boot[:, None], ci))
+        r = correlation_ci(x, y, method=method, n_boot=n_boot, ci=ci, seed=rng)
+        lo, hi = r["lo"], r["hi"]
         rows.append(
             {
                 "model": model,
                 "shot": int(shot),
-                "n": n,
-                "r": r,
+                "n": r["n"],
+                "r": r["r"],
                 "lo": lo,
                 "hi": hi,
-                "n_boot_valid": valid,
+                "n_boot_valid": r["n_boot_valid"],
                 "excludes_zero": is_finding(lo, hi),
                 "verdict": change_verdict(lo, hi, words=("positive", "negative")),
             }

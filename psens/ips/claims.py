@@ -1,0 +1,508 @@
+r"""The papers' claims as measured quantities: one function computes each, with its CI.
+
+Each function returns one table per model with the quantity the claim is about, its
+percentile bootstrap CI over items, the claim in words (``claim``), this run's number in
+words (``measured``) and a ``verdict`` through the one rule of :func:`psens.stats.is_finding`
+(its sentence :func:`psens.stats.change_verdict`): a CI strictly on one side of 0 and, where
+there is a test, ``p < 0.05``. A model whose IPS is not a finding
+(:func:`psens.ips.verdicts.findings` of :func:`psens.ips.headline.headline`: not above its
+noise floor, one majority answer, accuracy at or below chance, …) keeps its numbers but gets
+the verdict ``"cannot test: <reason>"``. ``holds`` is True for a finding in the claim's
+direction, False otherwise (within noise, undefined or the opposite) and None when the claim
+cannot be tested.
+
+* :func:`order_claim` — fig. 9 of [1]_: low-order interactions are the least sensitive and
+  high-order ones the most. Per item :math:`x`, with :math:`\mathrm{IPS}_b(x)` the IPS (eq. 3)
+  over the salient interactions of order band :math:`b` (:func:`psens.ips.sample_ips`),
+
+  .. math::
+      d_{\mathrm{high}}(x) = \mathrm{IPS}_{\mathrm{high}}(x) - \mathrm{IPS}_{\mathrm{low}}(x),
+      \qquad d_{\mathrm{mid}}(x) = \mathrm{IPS}_{\mathrm{mid}}(x) - \mathrm{IPS}_{\mathrm{low}}(x),
+
+  over the items where both bands are defined; :math:`\bar d` with its bootstrap CI and the
+  two-sided sign-flip p-value (:func:`psens.stats.paired_test`).
+* :func:`same_answer_claim` — §1 and fig. 1 of [1]_: unstable interactions exist even when
+  the model's output stays the same. For template pairs :math:`(T, \hat T)` of item
+  :math:`x` whose predictions agree (set :math:`A`), the excess of pair IPS over the noise
+  floor of the same pair,
+
+  .. math::
+      \bar e_A = \frac{\sum_{(x,T,\hat T)\in A}\left[\mathrm{IPS}(x|T,\hat T)
+      - \tfrac12\left(\mathrm{floor}(x,T) + \mathrm{floor}(x,\hat T)\right)\right]}{|A|},
+
+  pooled over (item, pair), with an item-level bootstrap CI (items resampled, each with all
+  its pairs); the same for pairs whose predictions differ (:math:`\bar e_D`) and
+  :math:`\bar e_A - \bar e_D` on the same resamples.
+* :func:`accuracy_relation` — across items, the rank correlation (Spearman) of an item's IPS
+  (the mean over template pairs) with its accuracy :math:`\frac1{|T|}\sum_T \mathbb
+  1[\hat y(x|T) = y(x)]`, with a bootstrap CI over items (:func:`psens.stats.correlation_ci`).
+  [1]_ makes no claim here; ProSA [2]_ reports that more accurate (and more confident)
+  instances are less sensitive by its PSS. The table states this run's measurement beside
+  ProSA's claim, which is about PSS, not IPS.
+
+Only blocks that are done count (pending and failed blocks are NaN), so a run still in
+progress gives its partial numbers. Numbers of different shot settings are never pooled.
+
+References
+----------
+.. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining Prompt
+   Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International Conference
+   on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+.. [2] Zhuo, J., Zhang, S., Fang, X., Duan, H., Lin, D., and Chen, K. "ProSA: Assessing and
+   Understanding the Prompt Sensitivity of LLMs." Findings of the Association for
+   Computational Linguistics: EMNLP 2024, pp. 1950–1976. arXiv:2410.12405.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from psens._charts import mark_synthetic
+from psens._validation import check_in_interval, check_positive_int, fail
+from psens.ips.metric import block_status, sample_ips, template_pairs
+from psens.settings import tau_of
+from psens.stats import (
+    bootstrap_means,
+    change_verdict,
+    correlation_ci,
+    is_finding,
+    paired_test,
+    percentile_ci,
+    resample_counts,
+)
+from psens.store import DONE
+
+__all__ = [
+    "CANNOT_TEST",
+    "ORDER_CLAIMS",
+    "accuracy_relation",
+    "order_claim",
+    "same_answer_claim",
+]
+
+#: How the verdict of a model that is not a finding begins.
+CANNOT_TEST = "cannot test"
+#: The contrasts of :func:`order_claim`: (name, band, baseline band, the claim).
+ORDER_CLAIMS: tuple[tuple[str, str, str, str], ...] = (
+    ("high − low", "high", "low", "the paper: high > low (fig. 9)"),
+    ("mid − low", "mid", "low", "the paper: mid > low (fig. 9)"),
+)
+SAME_ANSWER = "the paper: IPS above the noise floor when the answer stays the same (§1, fig. 1)"
+ACCURACY = (
+    "ProSA (Zhuo et al., 2024): more accurate → less sensitive (its PSS); "
+    "the IPS paper makes no claim"
+)
+#: ``change_verdict`` words of a claim: a CI above 0 supports it, below 0 is the opposite.
+HOLDS = ("the claim holds here", "the claim does not hold here (the opposite)")
+
+
+def _num(x: float, fmt: str = ".3f") -> str:
+    return format(float(x), fmt) if np.isfinite(float(x)) else "n/a"
+
+
+def _prepare(ds, shot: int | None, tau: float | None, where: str, need: tuple[str, ...] = ()):
+    """The run at one shot setting (a scalar ``shot`` coordinate), its τ and the shot used."""
+    import xarray as xr
+
+    if not isinstance(ds, xr.Dataset):
+        fail(where, f"ds is a {type(ds).__name__}", "Pass a run Dataset (psens.open_run)")
+    if not all(v in ds.variables for v in ("I_and", "I_or")) or ds.sizes.get("subset", 0) < 2:
+        fail(
+            where,
+            "the run has no interactions (no I_and/I_or over subsets), so no order bands",
+            "Pass a run with input variables (n_vars > 0), not a predictions-only PSS run",
+        )
+    missing = [v for v in need if v not in ds.variables]
+    if missing:
+        fail(where, f"the run has no {missing[0]!r} variable", "Pass a run that stores it")
+    if tau is not None:
+        check_in_interval(tau, where, "tau", 0.0, 1.0)
+    if "shot" in ds.dims:
+        have = [int(s) for s in ds["shot"].values]
+        shot = have[0] if shot is None else shot
+        if shot not in have:
+            fail(where, f"shot = {shot!r} is not in the run", f"Use one of {have}")
+        ds = ds.sel(shot=shot)
+    elif shot is not None:
+        scalar = ds.coords.get("shot")
+        have = int(scalar.values) if scalar is not None and scalar.ndim == 0 else None
+        if have != shot:
+            fail(where, f"shot = {shot!r} is not in the run", f"Use shot = {have}")
+    if "shot" in ds.coords and ds["shot"].ndim == 0:
+        shot = int(ds["shot"].values)
+    return ds, float(tau_of(ds, tau)), shot
+
+
+def _reasons(ds, shot, reasons: Mapping[str, str] | None) -> dict[str, str]:
+    """Per model why its IPS is not a finding (``""``: it is), from its headline."""
+    if reasons is not None:
+        return {str(k): str(v or "") for k, v in reasons.items()}
+    from psens.ips.headline import headline
+    from psens.ips.verdicts import findings
+
+    return findings(headline(ds, shot=shot))
+
+
+def _verdict(model: str, why: dict[str, str], lo, hi, p=None, words=HOLDS) -> tuple[str, Any]:
+    """``(verdict, holds)`` of one row: "cannot test" for a model that is not a finding, else
+    :func:`psens.stats.change_verdict` (the rule :func:`psens.stats.is_finding`)."""
+    if why.get(model, "not in the headline"):
+        return f"{CANNOT_TEST}: {why.get(model, 'not in the headline')}", None
+    holds = bool(is_finding(lo, hi, p)) and float(lo) > 0
+    return change_verdict(lo, hi, p, words=words), holds
+
+
+def _done(ds) -> np.ndarray:
+    """``[model, sample]``: the blocks that are done (all, for a run without a status)."""
+    status = block_status(ds)
+    n = (ds.sizes["model"], ds.sizes["sample"])
+    return np.ones(n, bool) if status is None else status == DONE
+
+
+def _finish(rows: list[dict], ds, **attrs) -> pd.DataFrame:
+    out = pd.DataFrame(rows)
+    out["holds"] = pd.Series([r["holds"] for r in rows], dtype=object)  # True/False/None
+    out.attrs.update(attrs)
+    return mark_synthetic(out, ds)
+
+
+def order_claim(
+    ds,
+    *,
+    shot: int | None = None,
+    tau: float | None = None,
+    n_boot: int = 2000,
+    n_perm: int = 2000,
+    ci: float = 0.95,
+    seed: int = 0,
+    reasons: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    r"""Fig. 9 of [1]_ as a measurement: per model, per-item IPS of the high (and mid) band
+    minus the low band, with a bootstrap CI over items and a paired sign-flip p-value.
+
+    For each model and contrast :math:`(b, \mathrm{low})` of :data:`ORDER_CLAIMS`:
+    :math:`d(x) = \mathrm{IPS}_b(x) - \mathrm{IPS}_{\mathrm{low}}(x)` over the items where
+    both bands have a salient interaction in some template pair (eq. 3 restricted to the
+    band, :func:`psens.ips.sample_ips`; bands as :func:`psens.store.labels.order_band`);
+    :math:`\bar d`, its percentile bootstrap CI and the two-sided sign-flip p-value of
+    :func:`psens.stats.paired_test` (drawn from ``default_rng(seed)`` per model and contrast).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run (:func:`psens.open_run`), finished or not.
+    shot : int, optional
+        Shot setting of a run with a ``shot`` dim (default: the first).
+    tau : float, optional
+        Salience threshold (default: the run's, :func:`psens.settings.run_settings`).
+    n_boot, n_perm, ci, seed
+        Bootstrap resamples, sign flips, CI level and seed.
+    reasons : mapping, optional
+        Per model why its IPS is not a finding (``""``: it is); default
+        :func:`psens.ips.verdicts.findings` of :func:`psens.ips.headline.headline` at ``shot``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model × contrast: ``model, shot, contrast, band, base, ips_band, ips_base,
+        diff, lo, hi, p_value, n, claim, measured, verdict, holds``; ``attrs``: ``tau``,
+        ``ci``.
+
+    References
+    ----------
+    .. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining
+       Prompt Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International
+       Conference on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+    """
+    where = "order_claim"
+    check_positive_int(n_boot, where, "n_boot")
+    check_positive_int(n_perm, where, "n_perm")
+    check_in_interval(ci, where, "ci", 0.0, 1.0)
+    run = ds
+    ds, tau, shot = _prepare(ds, shot, tau, where)
+    why = _reasons(run, shot, reasons)
+    bands = sample_ips(ds, tau, orders=("low", "mid", "high")).transpose("model", "order", ...)
+    values = np.asarray(bands.values, dtype=float)  # [model, order, sample]
+    index = {str(o): k for k, o in enumerate(bands["order"].values)}
+    rows = []
+    for m, model in enumerate(str(x) for x in bands["model"].values):
+        for name, band, base, claim in ORDER_CLAIMS:
+            a, b = values[m, index[band]], values[m, index[base]]
+            both = np.isfinite(a) & np.isfinite(b)
+            a, b = a[both], b[both]
+            n = int(both.sum())
+            res = {k: np.nan for k in ("mean_a", "mean_b", "diff", "diff_lo", "diff_hi")}
+            res["p_value"] = np.nan
+            if n:
+                res = paired_test(a, b, n_boot=n_boot, n_perm=n_perm, ci=ci, seed=seed)
+            d, lo, hi, p = (float(res[k]) for k in ("diff", "diff_lo", "diff_hi", "p_value"))
+            verdict, holds = _verdict(model, why, lo, hi, p)
+            rows.append(
+                {
+                    "model": model,
+                    "shot": shot,
+                    "contrast": name,
+                    "band": band,
+                    "base": base,
+                    "ips_band": float(res["mean_a"]),
+                    "ips_base": float(res["mean_b"]),
+                    "diff": d,
+                    "lo": lo,
+                    "hi": hi,
+                    "p_value": p,
+                    "n": n,
+                    "claim": claim,
+                    "measured": f"{name} {_num(d, '+.3f')} [{_num(lo)}, {_num(hi)}], "
+                    f"p = {_num(p, '.3g')} (n = {n} items)",
+                    "verdict": verdict,
+                    "holds": holds,
+                }
+            )
+    return _finish(rows, run, tau=tau, ci=ci)
+
+
+def _pair_floor(ds, tau: float) -> np.ndarray:
+    """``[model, sample, pair]``: the noise floor of a template pair, the mean of its two
+    templates' floors (all orders; :func:`psens.ips.floor.noise_floor`)."""
+    from psens.ips.floor import noise_floor
+
+    fl = noise_floor(ds, tau=tau, orders=["all"]).sel(order="all", drop=True)
+    fl = np.asarray(fl.transpose("model", "sample", "template").values, dtype=float)
+    i, j = template_pairs(fl.shape[-1])
+    return (fl[..., i] + fl[..., j]) / 2
+
+
+def _predictions(ds) -> np.ndarray:
+    """``[model, sample, template]`` answers as stripped strings, ``""`` for none or a block
+    that is not done."""
+    pred = ds["prediction"].transpose("model", "sample", "template").values
+    text = np.vectorize(lambda v: "" if v is None or v != v else str(v).strip(), otypes=[object])
+    out = text(np.asarray(pred, dtype=object))
+    out[~_done(ds)] = ""
+    return out
+
+
+def same_answer_claim(
+    ds,
+    *,
+    shot: int | None = None,
+    tau: float | None = None,
+    n_boot: int = 2000,
+    ci: float = 0.95,
+    seed: int = 0,
+    reasons: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    r"""§1 / fig. 1 of [1]_ as a measurement: IPS above the noise floor on template pairs
+    whose predictions agree, and on those whose predictions differ.
+
+    For each model, with :math:`e(x, T, \hat T) = \mathrm{IPS}(x|T,\hat T) -
+    \frac12(\mathrm{floor}(x,T) + \mathrm{floor}(x,\hat T))` (pair IPS of eq. 3 over all
+    orders, :func:`psens.ips.sample_ips` with ``per_pair=True``; floor
+    :func:`psens.ips.floor.noise_floor`), and :math:`A` / :math:`D` the (item, pair)s whose
+    two predictions are the same / differ (both answered, pair IPS defined):
+
+    .. math::
+        \bar e_A = \frac{\sum_x s_A(x)}{\sum_x c_A(x)}, \quad
+        s_A(x) = \sum_{(T,\hat T): (x,T,\hat T)\in A} e(x,T,\hat T), \quad
+        c_A(x) = |\{(T,\hat T): (x,T,\hat T)\in A\}|,
+
+    the same for :math:`D`, and :math:`\bar e_A - \bar e_D`. The CI resamples items (the
+    multinomial counts :math:`W` of :func:`psens.stats.resample_counts` over the items with a
+    defined pair, drawn from ``default_rng(seed)`` per model): :math:`\bar e^{(b)}_A = W_b
+    s_A / W_b c_A` (:func:`psens.stats.bootstrap_means`), the three figures on the same
+    resamples. There is no test: the CI alone decides (:func:`psens.stats.is_finding`). A
+    group with pairs in fewer than two items has no CI (NaN: its resamples would all repeat
+    one item), nor then has the difference.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run with ``prediction`` (:func:`psens.open_run`), finished or not.
+    shot, tau, n_boot, ci, seed, reasons
+        As :func:`order_claim`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Three rows per model (``group``: ``"same answer"``, ``"different answers"``, ``"same −
+        different"``): ``model, shot, group, ips, floor, excess, lo, hi, n_items, n_pairs,
+        claim, measured, verdict, holds`` (``ips`` and ``floor`` pooled as ``excess``, NaN on
+        the difference row; ``n_items``: the items with a pair of the group, on the
+        difference row the items resampled). Only the ``"same answer"`` row is the paper's
+        claim; the other two are this run's measurements (their verdict says positive /
+        negative).
+
+    References
+    ----------
+    .. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining
+       Prompt Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International
+       Conference on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+    """
+    where = "same_answer_claim"
+    check_positive_int(n_boot, where, "n_boot")
+    check_in_interval(ci, where, "ci", 0.0, 1.0)
+    run = ds
+    ds, tau, shot = _prepare(ds, shot, tau, where, need=("prediction",))
+    why = _reasons(run, shot, reasons)
+    pair_ips = sample_ips(ds, tau, orders="all", per_pair=True)
+    ips_v = np.asarray(pair_ips.transpose("model", "sample", "pair").values, dtype=float)
+    floor_v = _pair_floor(ds, tau)
+    pred = _predictions(ds)
+    i, j = template_pairs(pred.shape[-1])
+    answered = (pred[..., i] != "") & (pred[..., j] != "")
+    same = answered & (pred[..., i] == pred[..., j])
+    excess = ips_v - floor_v
+    usable = answered & np.isfinite(excess)
+    rows = []
+    for m, model in enumerate(str(x) for x in pair_ips["model"].values):
+        keep = usable[m].any(axis=-1)  # items with a defined pair
+        groups = {"same answer": same[m] & usable[m], "different answers": ~same[m] & usable[m]}
+        sums, ips_s, floor_s, cnt = [], [], [], []
+        for mask in groups.values():
+            mask = mask[keep]
+            cnt.append(mask.sum(axis=-1).astype(float))
+            sums.append(np.where(mask, excess[m][keep], 0.0).sum(axis=-1))
+            ips_s.append(np.where(mask, ips_v[m][keep], 0.0).sum(axis=-1))
+            floor_s.append(np.where(mask, floor_v[m][keep], 0.0).sum(axis=-1))
+        sums, ips_s, floor_s, cnt = map(np.array, (sums, ips_s, floor_s, cnt))  # [group, item]
+        n_items = int(keep.sum())
+        total = cnt.sum(axis=-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            est = sums.sum(axis=-1) / total
+            ips_mean, floor_mean = ips_s.sum(axis=-1) / total, floor_s.sum(axis=-1) / total
+        est = np.append(est, est[0] - est[1])
+        lo = hi = np.full(3, np.nan)
+        if n_items:
+            counts = resample_counts(n_items, n_boot, np.random.default_rng(seed))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                boot = bootstrap_means(sums, counts) / bootstrap_means(cnt, counts)  # [b, group]
+            boot = np.concatenate([boot, boot[:, :1] - boot[:, 1:2]], axis=1)
+            lo, hi = percentile_ci(boot, ci)
+        present = (cnt > 0).sum(axis=-1)  # items with a pair of the group
+        present = np.append(present, min(present))
+        lo, hi = np.where(present >= 2, lo, np.nan), np.where(present >= 2, hi, np.nan)
+        names = [*groups, "same − different"]
+        for g, group in enumerate(names):
+            claim = SAME_ANSWER if g == 0 else "psens: a measurement (no claim in the paper)"
+            words = HOLDS if g == 0 else ("positive", "negative")
+            verdict, holds = _verdict(model, why, lo[g], hi[g], words=words)
+            holds = holds if g == 0 else None
+            label = "IPS − floor" if g < 2 else "difference of IPS − floor"
+            n_pairs = int(total[g]) if g < 2 else int(total.sum())
+            n_g = int(present[g]) if g < 2 else n_items
+            rows.append(
+                {
+                    "model": model,
+                    "shot": shot,
+                    "group": group,
+                    "ips": float(ips_mean[g]) if g < 2 else np.nan,
+                    "floor": float(floor_mean[g]) if g < 2 else np.nan,
+                    "excess": float(est[g]),
+                    "lo": float(lo[g]),
+                    "hi": float(hi[g]),
+                    "n_items": n_g,
+                    "n_pairs": n_pairs,
+                    "claim": claim,
+                    "measured": f"{group}: {label} {_num(est[g], '+.3f')} "
+                    f"[{_num(lo[g])}, {_num(hi[g])}] (n = {n_pairs} pairs of {n_g} items)",
+                    "verdict": verdict,
+                    "holds": holds,
+                }
+            )
+    return _finish(rows, run, tau=tau, ci=ci)
+
+
+def accuracy_relation(
+    ds,
+    *,
+    shot: int | None = None,
+    tau: float | None = None,
+    method: str = "spearman",
+    n_boot: int = 2000,
+    ci: float = 0.95,
+    seed: int = 0,
+    reasons: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    r"""Across items, the rank correlation of an item's IPS with its accuracy, per model.
+
+    :math:`r = \rho_S\big(\mathrm{IPS}(x), \mathrm{acc}(x)\big)` over the items of the model
+    that are done, with :math:`\mathrm{IPS}(x)` the mean over template pairs of eq. 3 of [1]_
+    (:func:`psens.ips.sample_ips`) and :math:`\mathrm{acc}(x) = \frac1{|T|}\sum_T
+    \mathrm{correct}(x, T)`; the percentile bootstrap CI over items of
+    :func:`psens.stats.correlation_ci` (drawn from ``default_rng(seed)`` per model). [1]_
+    makes no claim about it; ProSA [2]_ reports that more accurate instances are less
+    sensitive by its PSS (a negative :math:`r`), which this states as ProSA's, beside this
+    run's IPS measurement.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run with ``correct`` (:func:`psens.open_run`), finished or not.
+    method : {"spearman", "pearson"}
+        The correlation (:func:`psens.stats.rank_correlation`).
+    shot, tau, n_boot, ci, seed, reasons
+        As :func:`order_claim`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model: ``model, shot, n, r, lo, hi, n_boot_valid, accuracy, ips, claim,
+        measured, verdict, holds`` (``holds``: True for a finding in ProSA's direction,
+        ``r < 0``).
+
+    References
+    ----------
+    .. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining
+       Prompt Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International
+       Conference on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+    .. [2] Zhuo, J., Zhang, S., Fang, X., Duan, H., Lin, D., and Chen, K. "ProSA: Assessing
+       and Understanding the Prompt Sensitivity of LLMs." Findings of the Association for
+       Computational Linguistics: EMNLP 2024, pp. 1950–1976. arXiv:2410.12405.
+    """
+    where = "accuracy_relation"
+    check_positive_int(n_boot, where, "n_boot")
+    check_in_interval(ci, where, "ci", 0.0, 1.0)
+    if method not in ("spearman", "pearson"):
+        fail(where, f"method = {method!r}", 'Use "spearman" or "pearson"')
+    run = ds
+    ds, tau, shot = _prepare(ds, shot, tau, where, need=("correct",))
+    why = _reasons(run, shot, reasons)
+    item_ips = sample_ips(ds, tau, orders="all")
+    ips_v = np.asarray(item_ips.transpose("model", "sample").values, dtype=float)
+    corr = np.asarray(ds["correct"].transpose("model", "sample", "template").values, float)
+    corr = np.where(_done(ds)[..., None], corr, np.nan)
+    answered = np.isfinite(corr).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acc = np.where(answered > 0, np.nansum(corr, axis=-1) / answered, np.nan)
+    words = ("positive: more accurate items are more sensitive", "negative: as ProSA reports")
+    rows = []
+    for m, model in enumerate(str(x) for x in item_ips["model"].values):
+        both = np.isfinite(ips_v[m]) & np.isfinite(acc[m])
+        x, y = ips_v[m][both], acc[m][both]
+        res = correlation_ci(x, y, method=method, n_boot=n_boot, ci=ci, seed=seed)
+        verdict, holds = _verdict(model, why, res["lo"], res["hi"], words=words)
+        if holds is not None:
+            holds = bool(is_finding(res["lo"], res["hi"])) and res["hi"] < 0
+        rows.append(
+            {
+                "model": model,
+                "shot": shot,
+                "n": res["n"],
+                "r": res["r"],
+                "lo": res["lo"],
+                "hi": res["hi"],
+                "n_boot_valid": res["n_boot_valid"],
+                "accuracy": float(y.mean()) if y.size else np.nan,
+                "ips": float(x.mean()) if x.size else np.nan,
+                "claim": ACCURACY,
+                "measured": f"{method} r(IPS, accuracy) {_num(res['r'], '+.3f')} "
+                f"[{_num(res['lo'])}, {_num(res['hi'])}] (n = {res['n']} items)",
+                "verdict": verdict,
+                "holds": holds,
+            }
+        )
+    return _finish(rows, run, tau=tau, ci=ci, method=method)
