@@ -108,4 +108,61 @@ top = (
 pw.show(top[["template", "kind", "words", "normalized"]].round(3), ds)
 
 # %% [markdown]
+# ## The same models under another formulation: cloze
+#
+# Everything above asks the model for a **letter** (the options are listed, "Answer:" is followed by A, B, C or D; the IPS paper's formulation, "MCF"). Models this small answer lettered questions near chance, and often with one letter whatever the question — so their IPS says little about how they read the question. The field's standard answer for small models is the **cloze formulation** ("CF", lm-evaluation-harness and OLMES): the options are not listed; each option's *text* is scored as a continuation of the question, and the most likely one is the answer. psens's value $v$ is then the log-odds of the right option's text among the options (`docs/answer-formulations.md`).
+#
+# The shipped run `data/runs/cloze-arc-easy.nc` asks the same two models 40 ARC-Easy questions in the cloze form of the IPS templates. First the question as the first template shows it, the right option and each model's choice; then accuracy against chance in both formulations, and the cloze run's headline and verdict.
+
+# %%
+import pandas as pd
+
+from psens.datasets import load
+from psens.ips.verdicts import findings
+
+cloze = pw.load_run("data/runs/cloze-arc-easy.nc")
+if "shot" in cloze.dims:  # the cloze run is 0-shot
+    cloze = cloze.sel(shot=cloze["shot"].values[0])
+item = str(cloze["sample"].values[0])
+options = dict(next(x for x in load("arc-easy", "validation") if x.id == item).options)
+print(str(cloze["prompt"].sel(sample=item).isel(template=0).values) + " …")
+print("\noptions, each scored as a continuation:", options)
+right = str(cloze["target"].sel(sample=item).values).strip()
+print("right option:", right, options[right])
+chosen = cloze["prediction"].sel(sample=item).to_pandas()
+chosen.index.name, chosen.columns.name = "model", "template"
+pw.show(chosen, cloze)
+
+# %%
+cloze_head = cloze.psens.headline()
+rows = []
+for formulation, h in {"letters (above)": head, "cloze": cloze_head}.items():
+    why = findings(h)
+    for r in h[h["order"] == "all"].itertuples():
+        verdict = f"not a finding — {why[r.model]}" if why.get(r.model) else "a finding"
+        rows.append(
+            {
+                "formulation": formulation,
+                "model": r.model,
+                "accuracy": r.accuracy,
+                "chance": r.chance,
+                "IPS": r.ips,
+                "floor": r.floor,
+                "verdict": verdict,
+            }
+        )
+pw.show(pd.DataFrame(rows).round(3), ds, cloze)
+
+# %%
+print("\n".join(headline_lines(cloze_head)))
+order_ips_chart(
+    cloze_head,
+    orders=("all", "low", "mid", "high"),
+    title="Cloze run: IPS by order, floor as ticks",
+)
+
+# %% [markdown]
+# Same models, same kind of question, two formulations: with letters the verdict is "not a finding" (answering one letter, at chance); in the cloze form the models are above chance and the verdict above says whether their sensitivity to the template's wording clears its noise floor. Notebook 04 tests the paper's order claim on this run.
+
+# %% [markdown]
 # **Next:** notebooks 01–04 walk through the IPS paper section by section; 09–11 the other three methods; 12 checks how much of IPS is the model rather than the solver or numerical noise.
