@@ -1,4 +1,5 @@
-"""The cloze run configs (data/runs/cloze-*.toml, shipped or pending) load and check as psens run configs."""
+"""The cloze run configs (data/runs/cloze-*.toml, shipped or pending) load and check as psens
+run configs."""
 
 from __future__ import annotations
 
