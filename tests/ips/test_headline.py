@@ -231,3 +231,20 @@ def test_above_the_floor_needs_the_ci_and_the_paired_test(arc):
     full = headline(arc, shot=0)
     expect = (full["diff_lo"] > 0) & (full["p_value"] < FLOOR_ALPHA)
     assert (full["above_floor"] == expect).all()
+
+
+def test_the_runs_readme_cloze_figures_are_the_shipped_run():
+    """data/runs/README.md's cloze section quotes each model's IPS, floor, IPS − floor with
+    its CI, p and accuracy as headline computes them from cloze-arc-easy.nc."""
+    ds = psens.open_run(ROOT / "data" / "runs" / "cloze-arc-easy.nc")
+    head = headline(ds)
+    text = " ".join((ROOT / "data" / "runs" / "README.md").read_text().split())
+    for model, rows in head.groupby("model"):
+        r = rows.set_index("order").loc["all"]
+        quoted = (
+            f"IPS {r['ips']:.3f}, floor {r['floor']:.3f}, IPS − floor {r['diff']:.3f} "
+            f"[{r['diff_lo']:.3f}, {r['diff_hi']:.3f}], p = {r['p_value']:.2g}"
+        )
+        assert quoted in text, (model, quoted)
+        assert f"{r['accuracy']:.2f}" in text
+        assert bool(r["above_floor"])
