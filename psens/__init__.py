@@ -34,7 +34,7 @@ from psens.interactions import (
     reconstruct,
 )
 from psens.ips import factors
-from psens.runner import run
+from psens.pipeline import run
 from psens.settings import DEFAULT_TAU, RunSettings, run_settings
 from psens.store import open_run
 

@@ -95,7 +95,8 @@ def _terminal_safe(text: str) -> str:
 
 def _dispatch(args) -> int:
     from psens import store
-    from psens.runner import run, summarize
+    from psens.pipeline import run
+    from psens.runner import summarize
 
     if args.command == "plan" or (args.command == "run" and args.plan):
         from psens.plan import calibrate, format_plan, make_plan

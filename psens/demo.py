@@ -37,8 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--overwrite", action="store_true")
     args = parser.parse_args(argv)
 
+    from psens.pipeline import run
     from psens.report import write_report
-    from psens.runner import run, summarize
+    from psens.runner import summarize
 
     start = time.perf_counter()
     cfg = {**DEFAULT_CONFIG, "store": args.store, "samples": args.samples, "n_vars": args.n_vars}

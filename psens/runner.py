@@ -57,9 +57,9 @@ from psens.models.spec import ModelSpec
 __all__ = [
     "block_prompts",
     "estimate",
+    "execute",
     "fingerprints",
     "recalibrate",
-    "run",
     "select_items",
     "summarize",
 ]
@@ -1341,49 +1341,10 @@ def _solver_attrs(cfg: RunConfig) -> dict[str, Any]:
     return out
 
 
-def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool = False):
-    """Run (or resume) an IPS experiment and return the stored Dataset.
-
-    Parameters
-    ----------
-    config : dict, RunConfig, or path to a TOML/YAML file
-        See :mod:`psens.config` for the keys.
-    overwrite : bool
-        Start over even if the store exists (default: resume it).
-    progress : bool
-        tqdm bars for models and samples.
-    quiet : bool
-        Print nothing (no estimate, no summary).
-
-    Returns
-    -------
-    xarray.Dataset
-        The run, as :func:`psens.open_run` returns it.
-
-    Examples
-    --------
-    >>> ds = psens.run({"store": "runs/demo.zarr", "models": ["smollm2-135m-instruct"],
-    ...                 "dataset": "arc-challenge", "split": "validation", "samples": 3,
-    ...                 "templates": "ips5", "n_vars": 5})  # doctest: +SKIP
-    """
-    from psens.plan import ResolvedRun, resolve
-
-    start = time.perf_counter()
-    resolved = config if isinstance(config, ResolvedRun) else None
-    cfg = resolved.config if resolved is not None else RunConfig.from_any(config)  # checked
-    _check_disk(Path(cfg.store), 0)  # a folder that cannot be written, before its lock
-    # the store's lock first: a store in use is refused at once, before the dataset is read
-    with store.lock(cfg.store, "psens run"):  # held until the last block is written
-        rr = resolve(resolved if resolved is not None else cfg, checked=True)
-        ds = _run_locked(rr, overwrite, progress, quiet)
-    say = (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))
-    say(summarize(ds, wall=time.perf_counter() - start))
-    return ds
-
-
-def _run_locked(rr, overwrite: bool, progress: bool, quiet: bool):
-    """:func:`run` once the store's lock is held and the run resolved
-    (:class:`psens.plan.ResolvedRun`, every check done): create or resume, score."""
+def execute(rr, overwrite: bool, progress: bool, quiet: bool):
+    """Create or resume the store of a resolved run (:class:`psens.plan.ResolvedRun`, every
+    check done) and score its unfinished blocks; the caller holds the store's lock
+    (:func:`psens.pipeline.run`)."""
     cfg, plan, est = rr.config, rr.plan, rr.cost
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))
     say(

@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+import psens.pipeline
 import psens.runner as runner
 from psens.config import RunConfig
 from tests.test_runner import _config as _runner_config
@@ -113,7 +114,7 @@ def test_estimate_follows_the_measured_time(assets, tmp_path, monkeypatch, capsy
     monkeypatch.setattr(runner, "recalibrate", spy)
     monkeypatch.setattr(tqdm.auto, "tqdm", Bar)
     t_start = time.perf_counter()
-    runner.run(cfg, progress=True)
+    psens.pipeline.run(cfg, progress=True)
     err = capsys.readouterr().err
     assert "roughly" in err and "timed on this machine after the first block" in err
     assert "first block took" in err and "left" in err

@@ -195,7 +195,7 @@ def assets(tmp_path_factory):
 
 def test_a_tiny_run_with_the_preset(assets, tmp_path):
     import psens
-    from psens.runner import run
+    from psens.pipeline import run
 
     cfg = {
         "store": str(tmp_path / "p.zarr"),

@@ -10,7 +10,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from psens import store
-from psens.runner import run
+from psens.pipeline import run
 from tests.support import QUESTIONS, write_tiny_model
 
 

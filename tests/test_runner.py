@@ -234,7 +234,7 @@ def test_existing_store_with_other_config_is_refused(assets, tmp_path, capsys):
 @pytest.mark.timeout(600)
 def test_local_cluster_equals_serial(assets, tmp_path, serial_run):
     pytest.importorskip("distributed")
-    from psens.runner import run
+    from psens.pipeline import run
 
     out = tmp_path / "dask.zarr"
     ds = run(_config(assets, out, scheduler="local:2"), progress=False, quiet=True)
@@ -243,7 +243,7 @@ def test_local_cluster_equals_serial(assets, tmp_path, serial_run):
 
 def test_failed_block_is_recorded_and_retried(assets, tmp_path, monkeypatch):
     import psens.runner
-    from psens.runner import run
+    from psens.pipeline import run
 
     real = psens.runner.compute_block
     calls = {"n": 0}
@@ -312,7 +312,8 @@ def test_second_run_on_a_store_in_use_is_refused(assets, tmp_path, capsys):
 
 def test_stale_dask_task_is_refused(assets, tmp_path):
     import psens
-    from psens.runner import _work_unit, run
+    from psens.pipeline import run
+    from psens.runner import _work_unit
 
     out = tmp_path / "run.zarr"
     cfg = _config(assets, out, samples=1)
@@ -346,7 +347,8 @@ def test_kill_during_creation_then_run_is_identical(assets, tmp_path, serial_run
 def test_failed_retry_of_an_interrupted_block_holds_nan(assets, tmp_path, monkeypatch, capsys):
     import psens.runner
     from psens.config import RunConfig
-    from psens.runner import Plan, run, run_scorer
+    from psens.pipeline import run
+    from psens.runner import Plan, run_scorer
 
     real = psens.runner.compute_block
     out = tmp_path / "r.zarr"
@@ -580,7 +582,7 @@ def test_ctrl_c_ends_with_one_line_on_how_to_resume(assets, tmp_path, monkeypatc
 
 def test_export_of_an_unfinished_run_warns(assets, tmp_path, monkeypatch, capsys):
     import psens.runner
-    from psens.runner import run
+    from psens.pipeline import run
 
     real = psens.runner.compute_block
 
@@ -617,7 +619,7 @@ def test_changed_dataset_item_is_refused_on_resume(assets, tmp_path, monkeypatch
     import shutil
 
     import psens.runner
-    from psens.runner import run
+    from psens.pipeline import run
 
     data = shutil.copy(assets["data"], tmp_path / "data.jsonl")
     out = tmp_path / "run.zarr"
@@ -650,7 +652,7 @@ def test_changed_dataset_item_is_refused_on_resume(assets, tmp_path, monkeypatch
 
 
 def test_changed_model_weights_are_refused_on_resume(assets, tmp_path, capsys):
-    from psens.runner import run
+    from psens.pipeline import run
 
     model = write_tiny_model(tmp_path / "model")
     out = tmp_path / "run.zarr"
@@ -666,7 +668,7 @@ def test_changed_model_weights_are_refused_on_resume(assets, tmp_path, capsys):
 def test_fingerprints_are_recorded(assets, tmp_path):
     import json
 
-    from psens.runner import run
+    from psens.pipeline import run
 
     ds = run(_config(assets, tmp_path / "run.zarr", samples=2), progress=False, quiet=True)
     fp = json.loads(ds.attrs["fingerprints"])
@@ -938,7 +940,7 @@ def test_a_list_of_solvers_stores_each_solvers_interactions(assets, tmp_path, se
 
 
 def run_quiet(cfg):
-    from psens.runner import run
+    from psens.pipeline import run
 
     return run(cfg, progress=False, quiet=True)
 
