@@ -69,6 +69,18 @@ print(
 print("\n".join(pw.order_verdicts(head, ds)))
 
 # %% [markdown]
+# ## Fig. 9 where the models are above chance: the cloze run
+#
+# The verdicts above can only be as good as the run: a model answering one letter, at chance or inside its noise floor gives "cannot test". The shipped run `data/runs/cloze-arc-easy.nc` asks the same two models 40 ARC-Easy questions with each option's text scored as a continuation (the cloze formulation, notebook 00), where both are above chance and above their floor. Each line is `psens.ips.claims.order_claim`: per item, IPS of the band minus IPS of the low band, the mean over items with its bootstrap CI and a paired sign-flip p-value; the claim holds only where the CI is above 0 and the test rejects (the rule of every verdict in psens, `psens.stats.is_finding`).
+
+# %%
+cloze = pw.load_run("data/runs/cloze-arc-easy.nc")
+cloze_head = next(iter(headlines(cloze).values()))
+print("\n".join(headline_lines(cloze_head)))
+print("\n".join(pw.order_verdicts(cloze_head, cloze)))
+pw.OrderIPS(cloze)
+
+# %% [markdown]
 # ## Across model scales (fig. 11)
 #
 # The same numbers with one panel per order and models sorted by series and size.

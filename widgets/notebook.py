@@ -345,22 +345,23 @@ def verdict(run: str, holds: bool | None, ds=None) -> str:
     return claim_text(run, holds, synthetic=ds is not None and is_synthetic(ds))
 
 
-def order_verdicts(head, ds=None) -> list[str]:
-    """The fig. 9 claim (low < mid < high) for every model of a headline
-    (:func:`psens.ips.headline.headline`): :func:`verdict` per model, "cannot test" for a
-    model that is not a finding (:func:`psens.ips.verdicts.findings`)."""
+def order_verdicts(head, ds) -> list[str]:
+    """The fig. 9 claim (high > low, mid > low) for every model of a headline
+    (:func:`psens.ips.headline.headline`) as measured by :func:`psens.ips.claims.order_claim`:
+    the per-item band difference with its bootstrap CI and sign-flip p, and its verdict
+    (:func:`psens.stats.is_finding`); "cannot test" for a model that is not a finding
+    (:func:`psens.ips.verdicts.findings`). One line per model and contrast, "This synthetic
+    run" on a synthetic run."""
+    from psens.ips.claims import order_claim
     from psens.ips.verdicts import findings
 
-    why = findings(head)
-    out = []
-    for model, rows in head.groupby("model", sort=False):
-        r = rows.set_index("order")["ips"]
-        bands = f"low {r['low']:.3f}, mid {r['mid']:.3f}, high {r['high']:.3f}"
-        if why.get(str(model)):
-            out.append(verdict(f"{model}: {bands}, not a finding ({why[str(model)]})", None, ds))
-        else:
-            out.append(verdict(f"{model}: {bands}", r["low"] < r["mid"] < r["high"], ds))
-    return out
+    rows = order_claim(ds, shot=head.attrs["pooled"]["shot"], reasons=findings(head))
+    who = "This synthetic run" if is_synthetic(ds) else "This run"
+    return [
+        f"{who}: {r.model}: {r.band} {r.ips_band:.3f} vs {r.base} {r.ips_base:.3f}, "
+        f"{r.measured} — {r.verdict}."
+        for r in rows.itertuples()
+    ]
 
 
 def _copies_examples(ds, model: str) -> str:
