@@ -48,7 +48,7 @@ def run(config, *, overwrite: bool = False, progress: bool = True, quiet: bool =
     start = time.perf_counter()
     resolved = config if isinstance(config, ResolvedRun) else None
     cfg = resolved.config if resolved is not None else RunConfig.from_any(config)  # checked
-    runner._check_disk(Path(cfg.store), 0)  # a folder that cannot be written, before its lock
+    runner.check_disk(Path(cfg.store), 0)  # a folder that cannot be written, before its lock
     # the store's lock first: a store in use is refused at once, before the dataset is read
     with store.lock(cfg.store, "psens run"):  # held until the last block is written
         rr = resolve(resolved if resolved is not None else cfg, checked=True)

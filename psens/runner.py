@@ -56,6 +56,7 @@ from psens.models.spec import ModelSpec
 
 __all__ = [
     "block_prompts",
+    "check_disk",
     "estimate",
     "execute",
     "fingerprints",
@@ -678,7 +679,8 @@ def _check_reachable(scheduler: str | None, timeout: float | None = None) -> Non
         )
 
 
-def _check_disk(path: Path, need: int) -> None:
+def check_disk(path: Path, need: int) -> None:
+    """Refuse a store path that cannot be written or lacks 1.5 × ``need`` bytes of free space."""
     parent = Path(os.path.realpath(path))
     while not parent.exists():  # the nearest folder that exists (the store's will be made)
         parent = parent.parent
@@ -1355,7 +1357,7 @@ def execute(rr, overwrite: bool, progress: bool, quiet: bool):
         f"{f', {served} served model(s) not counted' if (served := est['served']) else ''}; "
         f"timed on this machine after the first block), store ~{fmt_bytes(est['store_bytes'])}"
     )
-    _check_disk(Path(cfg.store), est["store_bytes"])
+    check_disk(Path(cfg.store), est["store_bytes"])
     resuming = Path(cfg.store).exists() and not overwrite
     ds = _open_or_create(plan, overwrite, {"batch_size": rr.batch, "loading": rr.loading})
     run_id = ds.attrs.get("run_id")  # None for stores of an older psens

@@ -48,6 +48,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "psens.config_files",
         "psens.plan",
         "psens.runner",
+        "psens.pipeline",
         "psens.method_runs",
         "psens.report",
         "psens.demo",

@@ -177,7 +177,7 @@ def test_no_free_space_names_the_sizes_it_compared(tmp_path, monkeypatch):
     monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(0, 0, 0))
     want = r"needs about 48\.0 KiB but only 0 B is free at .*virtual"
     with pytest.raises(ValueError, match=want):
-        runner._check_disk(tmp_path / "a" / "b.zarr", 48 * 1024)
+        runner.check_disk(tmp_path / "a" / "b.zarr", 48 * 1024)
 
 
 # ----------------------------------------------------------------------------- verify
