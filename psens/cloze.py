@@ -186,9 +186,10 @@ def rescore(ds, cloze_norm: str | None = None):
     -------
     xarray.Dataset
         ``v`` (like the run's: NaN beyond a sample's subsets), ``prediction`` (the label of
-        the best option on the unmasked prompt), ``correct`` (1.0 / 0.0), ``accuracy``
-        (model) the mean of ``correct`` over samples, shots and templates; attrs
-        ``cloze_norm``.
+        the best option on the unmasked prompt), ``correct`` (1.0 / 0.0), ``confidence``
+        (:math:`\\max_o \\tilde p_o` on the unmasked prompt: the probability the model gives
+        the option it answers), ``accuracy`` (model) the mean of ``correct`` over samples,
+        shots and templates; attrs ``cloze_norm``.
     """
     import xarray as xr
 
@@ -218,12 +219,17 @@ def rescore(ds, cloze_norm: str | None = None):
     names = np.moveaxis(labels[rows, idx], -1, sample_axis)
     prediction = xr.where(done, xr.DataArray(names, dims=best.dims, coords=best.coords), "")
     correct = xr.where(done, (best == ds["answer_option"]).astype(np.float64), np.nan)
+    with np.errstate(invalid="ignore"):  # an item not scored yet: every score -inf
+        probs = option_probs(filled.values, 0.0, 0.0, "sum")  # the scores are normalised
+    top = xr.DataArray(probs.max(axis=-1), dims=best.dims, coords=best.coords)
+    confidence = xr.where(done, top, np.nan)
     keep = [d for d in correct.dims if d != "model"]
     out = xr.Dataset(
         {
             "v": v.where(ds["v"].notnull()),
             "prediction": prediction.astype(object),
             "correct": correct,
+            "confidence": confidence,
             "accuracy": correct.mean(keep),
         }
     )

@@ -339,3 +339,59 @@ def test_cloze_ips_run_on_arc_easy_end_to_end(tmp_path):
         full.values,
         atol=1e-5,
     )
+
+
+def test_rescore_gives_the_chosen_options_probability():
+    ds = _stored_cloze_run()
+    for norm in cloze.CLOZE_NORMS:
+        out = rescore(ds, norm)
+        ll, tok = ds["option_loglik"].values, ds["option_tokens"].values
+        nbytes = ds["option_bytes"].values.astype(float)
+        for s, n in enumerate((2, 3)):
+            k = (3, 4)[s]
+            for t in range(2):
+                d = {"sum": np.ones(k), "token": tok[0, s, t, :k], "char": nbytes[s, :k]}[norm]
+                scores = ll[0, s, t, 2**n - 1, :k] / d
+                p = np.exp(scores) / np.exp(scores).sum()  # literal softmax over the options
+                assert out["confidence"].values[0, s, t] == pytest.approx(p.max(), rel=1e-12)
+
+
+def _cloze_pss_run():
+    """A predictions-only cloze store (n_vars = 0) of 6 items x 3 templates, every block
+    done, with random option log-likelihoods."""
+    rng = np.random.default_rng(5)
+    n_s, n_t = 6, 3
+    ds = store.build(
+        models=["m"],
+        samples=[f"s{i}" for i in range(n_s)],
+        templates=["cloze", "ips2-cloze", "ips3-cloze"],
+        words=[[] for _ in range(n_s)],
+        prompts=np.full((n_s, n_t), "p", dtype=object),
+        targets=[" a"] * n_s,
+        n_max=0,
+        attrs={"answer": "cloze", "cloze_norm": "sum"},
+        cloze={"labels": [["A", "B", "C"]] * n_s, "bytes": [[3, 4, 5]] * n_s, "answer": [0] * n_s},
+    )
+    ds["option_loglik"][:] = rng.uniform(-6, -1, size=(1, n_s, n_t, 1, 3))
+    ds["option_tokens"][:] = 1.0
+    ds["v"][:] = 0.0
+    again = rescore(ds)
+    ds["correct"][:] = again["correct"].values
+    ds["confidence"][:] = 0.01  # a decoding confidence unrelated to the options
+    ds["status"][:] = store.DONE
+    return ds
+
+
+def test_pss_confidence_of_a_cloze_run_is_the_chosen_options_probability():
+    from psens.pss.runs import answer_confidence, instance_table
+
+    ds = _cloze_pss_run()
+    conf = answer_confidence(ds)
+    np.testing.assert_allclose(conf.values, rescore(ds)["confidence"].values)
+    assert (conf.values > 1 / 3).all()  # the top of three probabilities, never 0.01
+    table = instance_table(ds)
+    np.testing.assert_allclose(
+        table["confidence"].to_numpy(), conf.mean("template").values.ravel(), rtol=1e-12
+    )
+    lettered = ds.assign_attrs(answer="letter")
+    assert (instance_table(lettered)["confidence"] == 0.01).all()

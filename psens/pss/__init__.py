@@ -46,6 +46,7 @@ from psens.pss.published import (
     register_published,
 )
 from psens.pss.runs import (
+    answer_confidence,
     chance_pss,
     confidence_relation,
     instance_table,
@@ -64,6 +65,7 @@ __all__ = [
     "PROSA_TEMPLATE_IDS",
     "SHOT_COUNTS",
     "PSSSummary",
+    "answer_confidence",
     "arena_label_score",
     "chance_pss",
     "change_verdict",

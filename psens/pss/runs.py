@@ -39,9 +39,11 @@ import xarray as xr
 from psens._validation import check_in_interval, check_positive_int, fail
 from psens.pss.metric import instance_pss
 from psens.pss.verdicts import change_verdict, is_finding
+from psens.settings import run_settings
 from psens.stats import correlation_ci, rank_correlation
 
 __all__ = [
+    "answer_confidence",
     "chance_pss",
     "confidence_relation",
     "instance_table",
@@ -83,14 +85,32 @@ def _check(ds: xr.Dataset, where: str) -> xr.Dataset:
     ).load()
 
 
+def answer_confidence(ds: xr.Dataset) -> xr.DataArray:
+    """The confidence of each stored answer (:func:`instance_table` says which): the stored
+    decoding confidence, or in a cloze run the chosen option's probability; NaN where a
+    block is not done."""
+    if run_settings(ds).answer != "cloze":
+        return ds["confidence"]
+    from psens.cloze import rescore
+
+    return rescore(ds)["confidence"].where(ds["confidence"].notnull())
+
+
 def _with_shot(da: xr.DataArray) -> xr.DataArray:
     return da if "shot" in da.dims else da.expand_dims(shot=[0])
 
 
 def instance_table(ds: xr.Dataset, *, correct: xr.DataArray | None = None) -> pd.DataFrame:
     r"""Per (model, shot, sample): ``S_i`` (eq. 1 over the templates), ``confidence``
-    (eq. 3: the mean over templates of the top next-token probability), ``accuracy`` (mean
+    (eq. 3: the mean over templates of the answer's confidence), ``accuracy`` (mean
     correctness over templates) and ``n_templates`` (templates with a value).
+
+    The answer's confidence is ProSA's decoding confidence, the top next-token probability
+    over the full vocabulary, in a lettered run (the answer is one token). In a cloze run
+    (``answer = "cloze"``) the answer is an option's whole text, so it is the probability the
+    model gives the option it answers, :math:`\max_o \tilde p_o` under the run's
+    ``cloze_norm`` (:func:`psens.cloze.rescore`); the next token after a cloze prompt is the
+    first word of any continuation and says nothing about the answer.
 
     Parameters
     ----------
@@ -106,7 +126,7 @@ def instance_table(ds: xr.Dataset, *, correct: xr.DataArray | None = None) -> pd
     """
     ds = _check(ds, "psens.pss.instance_table")
     y = _with_shot(ds["correct"] if correct is None else correct)
-    c = _with_shot(ds["confidence"])
+    c = _with_shot(answer_confidence(ds))
     y = y.transpose("model", "shot", "sample", "template")
     c = c.transpose("model", "shot", "sample", "template")
     s_i = instance_pss(y, dim="template")
