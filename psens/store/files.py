@@ -88,8 +88,9 @@ def _has_groups(path: Path) -> bool:
 
 
 def method_of(path: str | os.PathLike) -> str | None:
-    """The method of a method run file (a key of :data:`METHODS`), or None
-    for anything else (an IPS store or export, a missing file, a file that is not netCDF)."""
+    """The method of a method run file (its ``psens_method`` attr: a key of
+    :data:`METHODS`), or None for anything else (an IPS store or export, a missing file, a
+    file that is not netCDF)."""
     path = Path(path)
     attrs = _root_attrs(path) if path.is_file() else None
     value = (attrs or {}).get(METHOD_ATTR)
@@ -274,7 +275,8 @@ def open_method_run(
     if method not in METHODS:
         fail(
             where,
-            f"{path} is not a method run of {list(METHODS)} ({METHOD_ATTR} = {method!r})",
+            f"{path} is not a run of a method psens knows ({list(METHODS)}): "
+            + (f"{METHOD_ATTR} = {method!r}" if method else f"no {METHOD_ATTR} attr"),
             "Pass a run file written by psens run or psens export",
         )
     check_netcdf_storage(path, where)  # before any value is read
