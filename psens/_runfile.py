@@ -1,16 +1,19 @@
-"""The runs of the output-level methods (EAS, DBSA, subjective PSS): the config base class
-and its checks, the attrs, the target check and the progress lines. :mod:`psens.method_runs`
-is the entry point (load, run, summarize).
+"""The runs of the output-level methods (EAS, DBSA, subjective PSS): what a method's run
+module declares (:class:`MethodRun`), the config base class and its checks, the attrs, the
+target check and the progress lines. :mod:`psens.method_runs` is the entry point (load, run,
+summarize): it finds a method's :class:`MethodRun` through
+:data:`psens.config_schema.RUN_MODULES`.
 
 A method run is written in one go as a netCDF file marked with the attrs ``psens_method``
-(``"eas"``, ``"dbsa"``, ``"subjective"``) and ``psens_method_version``, with its checksums
-(:func:`psens.store.write_method_run`); :func:`psens.open_run` opens it.
+(the method's key in :data:`psens.config_schema.RUN_MODULES`) and ``psens_method_version``,
+with its checksums (:func:`psens.store.write_method_run`); :func:`psens.open_run` opens it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -19,6 +22,7 @@ from psens.config_schema import required
 
 __all__ = [
     "MethodConfig",
+    "MethodRun",
     "check_models",
     "method_attrs",
     "say",
@@ -48,6 +52,36 @@ class MethodConfig:
 
     def check(self) -> None:  # pragma: no cover - every subclass has its own
         raise NotImplementedError
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodRun:
+    """What a method's run module declares, once, as its module-level ``RUN``; the module is
+    named in :data:`psens.config_schema.RUN_MODULES` under the key ``method``.
+
+    Parameters
+    ----------
+    method : str
+        The method's key: a config's ``method = "..."`` and the run file's ``psens_method``
+        attr.
+    config : type
+        The config class (a :class:`MethodConfig` subclass declared from the method's rows
+        of :data:`psens.config_schema.FIELDS`).
+    run : callable
+        ``run(cfg, out=None, *, progress=True, overwrite=False)``: run the config, write its
+        file (:func:`psens.store.write_method_run`) and return what was written.
+    summarize : callable
+        ``summarize(obj) -> str``: the text summary of an opened run file.
+    reread : callable or None
+        ``reread(obj)``: the opened run with its judge verdicts read again from the stored
+        replies; None for a method without a judge.
+    """
+
+    method: str
+    config: type
+    run: Callable[..., Any]
+    summarize: Callable[[Any], str]
+    reread: Callable[[Any], Any] | None = None
 
 
 def check_models(names: list[str], where: str) -> None:

@@ -1,9 +1,11 @@
-"""The keys of every run config, as one table: :data:`FIELDS`.
+"""The keys of every run config, as one table: :data:`FIELDS`; and the one list of the
+method runs: :data:`RUN_MODULES`.
 
 Each row (:class:`Field`) names a key, its type, its default, the values it allows (a tuple
 of choices or a check function), a one-line doc and the runs it belongs to: ``"ips"`` (an
-IPS run, :class:`psens.config.RunConfig`) and the method runs ``"eas"``, ``"dbsa"`` and
-``"subjective"`` (:mod:`psens.method_runs`). From the table come the config classes' fields
+IPS run, :class:`psens.config.RunConfig`) and the method runs, the keys of
+:data:`RUN_MODULES` (``"eas"``, ``"dbsa"``, ``"subjective"``; :mod:`psens.method_runs`).
+From the table come the config classes' fields
 (:func:`declare`), their defaults (:func:`defaults`), the required keys (:func:`required`),
 every per-key refusal (:func:`check_fields`, one line naming the problem and the fix,
 :func:`psens._validation.fail`) and the key table of docs/runs.md (:func:`markdown_table`;
@@ -48,6 +50,8 @@ __all__ = [
     "MAX_BATCH",
     "METHODS",
     "PRESETS",
+    "RUNS",
+    "RUN_MODULES",
     "SHOT_SOURCES",
     "TEMPLATE_SETS",
     "WHERE",
@@ -65,10 +69,21 @@ __all__ = [
 
 #: where an IPS config's refusals come from
 WHERE = "psens config"
+#: The one list of the method runs: a method's key (its configs' ``method = "..."``, its
+#: run files' ``psens_method`` attr) -> the dotted name of its run module, which declares
+#: ``RUN``, a :class:`psens._runfile.MethodRun` (:func:`psens.method_runs.declared` imports
+#: it when a run of that method is loaded, run or opened). A method's config keys are its
+#: rows of :data:`FIELDS`.
+RUN_MODULES: dict[str, str] = {
+    "eas": "psens.eas.run",
+    "dbsa": "psens.dbsa.run",
+    "subjective": "psens.pss.subjective",
+}
+#: the method runs' keys
+RUNS: tuple[str, ...] = tuple(RUN_MODULES)
 #: the runs a config describes: an IPS run and the method runs
-METHODS: tuple[str, ...] = ("ips", "eas", "dbsa", "subjective")
+METHODS: tuple[str, ...] = ("ips", *RUNS)
 IPS = ("ips",)
-RUNS = METHODS[1:]
 #: the default of a key a config must give (no default: ``None`` in :func:`defaults`)
 NO_DEFAULT = dataclasses.MISSING
 #: the default of ``method``: the method run's own name
@@ -460,6 +475,18 @@ def _seconds(t: Any) -> bool:
     return not isinstance(t, bool) and isinstance(t, int | float) and 0 < t < math.inf
 
 
+def _either(names: tuple[str, ...]) -> str:
+    """``"a"``, ``"b"`` or ``"c"`` as Markdown code.
+
+    Examples
+    --------
+    >>> print(_either(("eas", "dbsa", "subjective")))
+    `"eas"`, `"dbsa"` or `"subjective"`
+    """
+    quoted = [f'`"{n}"`' for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
 _string = of_type((str, os.PathLike), "a string")
 _table = of_type(dict, "a table (a mapping)")
 _positive = positive()
@@ -662,7 +689,7 @@ FIELDS: tuple[Field, ...] = (
     F("threads", "int | None", None, _positive, "torch CPU threads (default: torch's own)",
       methods=RUNS),
     F("method", "str", OWN_NAME, None,
-      '`"eas"`, `"dbsa"` or `"subjective"` (a config without it is an IPS run)',
+      f"{_either(RUNS)} (a config without it is an IPS run)",
       methods=RUNS),
 )
 # fmt: on

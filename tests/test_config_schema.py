@@ -9,12 +9,12 @@ import pytest
 
 from psens import config_schema as S
 from psens.config import RunConfig
-from psens.dbsa.run import DBSAConfig
 from psens.eas.run import EASConfig
-from psens.pss.subjective import SubjectiveConfig
+from psens.method_runs import declared
 from tests.support import script_module
 
-CLASSES = {"ips": RunConfig, "eas": EASConfig, "dbsa": DBSAConfig, "subjective": SubjectiveConfig}
+#: the config class of every run: an IPS run's and each method run's (its declared RUN)
+CLASSES = {"ips": RunConfig, **{m: declared(m).config for m in S.RUN_MODULES}}
 
 
 def test_docs_runs_md_shows_the_table():

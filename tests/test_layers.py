@@ -9,10 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from psens.config_schema import RUN_MODULES
+
 ROOT = Path(__file__).resolve().parents[1]
+#: the packages of the method runs (psens.pss, psens.eas, psens.dbsa): each sits in the
+#: methods layer because psens.config_schema.RUN_MODULES names it
+RUN_PACKAGES = tuple(sorted({".".join(m.split(".")[:2]) for m in RUN_MODULES.values()}))
 
 #: The layers, lowest first: a module may import its own layer and those below it, never
-#: one above. Data flows up: datasets and prompts -> models -> interactions -> the store ->
+#: one above. Data flows up: datasets and prompts -> models -> interactions -> the store (and
+#: the config schema, which the store reads for the list of method runs) ->
 #: the methods -> running them -> the public API -> the widgets. The longest matching
 #: prefix of a module's name picks its layer.
 LAYERS: dict[str, tuple[str, ...]] = {
@@ -32,16 +38,13 @@ LAYERS: dict[str, tuple[str, ...]] = {
     ),
     "models": ("psens.backends", "psens.models"),
     "interactions": ("psens.interactions",),
-    "store": ("psens.store", "psens.settings", "psens.synthetic"),
+    "store": ("psens.store", "psens.settings", "psens.synthetic", "psens.config_schema"),
     "methods": (
         "psens.ips",
-        "psens.pss",
-        "psens.eas",
-        "psens.dbsa",
         "psens.formats",
         "psens.cloze",
         "psens._runfile",
-        "psens.config_schema",
+        *RUN_PACKAGES,
     ),
     "orchestration": (
         "psens.config",

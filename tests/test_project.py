@@ -6,7 +6,9 @@ import os
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.support import ROOT
@@ -153,15 +155,19 @@ def test_the_names_users_type_keep_working():
     assert compare_top_k_chart is psens.dbsa.charts.compare_top_k_chart
 
 
+def _run_packages() -> list[str]:
+    """The folders under psens/ of the method runs' packages (``pss``, ``eas``, ``dbsa``)."""
+    from psens.config_schema import RUN_MODULES
+
+    return sorted({m.split(".")[1] for m in RUN_MODULES.values()})
+
+
 def test_each_method_is_a_package_with_its_paper_cited():
-    for method in ("ips", "pss", "eas", "dbsa"):
+    methods = ["ips", *_run_packages()]
+    for method in methods:
         init = ROOT / "psens" / method / "__init__.py"
         assert init.exists(), method
-    sources = [
-        p
-        for m in ("ips", "pss", "eas", "dbsa", "interactions")
-        for p in (ROOT / "psens" / m).rglob("*.py")
-    ]
+    sources = [p for m in [*methods, "interactions"] for p in (ROOT / "psens" / m).rglob("*.py")]
     missing = [
         str(p.relative_to(ROOT))
         for p in sources
@@ -270,3 +276,172 @@ def test_the_model_table_is_read_by_the_registry_alone():
         and ('"models.csv"' in p.read_text() or "'models.csv'" in p.read_text())
     ]
     assert hits == []
+
+
+# ----------------------------------------------------------------------------- one pipeline
+
+#: the places docs/adding-a-method.md lists, in its order (its table, first column)
+PLACES = (
+    "psens/<method>/",
+    "psens/config_schema.py",
+    "docs/runs.md",
+    "pyproject.toml",
+    "docs/layout.md",
+    "tests/<method>/",
+    "widgets/",
+    "notebooks/",
+)
+#: what mentions a method's key (a config's ``method``, a run file's ``psens_method``)
+_NAMES_A_METHOD = r"\bmethod\b|METHOD_ATTR|psens_method"
+
+
+def test_every_method_run_module_declares_its_run():
+    """Each module of RUN_MODULES declares ``RUN``, a MethodRun of its own key whose config
+    class has exactly the key's rows of the schema; no other registration is left."""
+    import dataclasses
+    import importlib
+
+    from psens._runfile import MethodConfig, MethodRun
+    from psens.config_schema import RUN_MODULES, RUNS, fields_for
+    from psens.method_runs import declared
+    from psens.store import METHODS
+
+    assert RUNS == tuple(RUN_MODULES) == METHODS and "ips" not in RUN_MODULES
+    for key, name in RUN_MODULES.items():
+        module = importlib.import_module(name)
+        run = module.RUN
+        assert isinstance(run, MethodRun) and run.method == key, name
+        assert "RUN" in module.__all__ and not hasattr(module, "CONFIG"), name
+        assert issubclass(run.config, MethodConfig), name
+        fields = [f.name for f in dataclasses.fields(run.config)]
+        assert fields == [f.name for f in fields_for(key)], name
+        assert run.config().method == key, name
+        assert callable(run.run) and callable(run.summarize), name
+        assert run.reread is None or callable(run.reread), name
+        assert declared(key) is run
+
+
+def _places_table() -> tuple[str, list[list[str]]]:
+    text = (ROOT / "docs" / "adding-a-method.md").read_text()
+    start = text.index("<!-- places:")
+    table = text[start : text.index("<!-- /places -->")].splitlines()[1:]
+    rows = [
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in table
+        if line.startswith("|")
+    ]
+    return text, rows[2:]  # the header and its rule
+
+
+def test_adding_a_method_lists_the_places_the_code_reads():
+    """docs/adding-a-method.md lists exactly the places a new method with a run touches
+    (at most 8, the count stated), and each holds what it says for every method run."""
+    import re
+    import tomllib
+
+    from psens import config_schema
+    from psens.config_schema import FIELDS, RUN_MODULES, RUNS
+
+    text, rows = _places_table()
+    places = tuple(row[0].strip("`") for row in rows)
+    assert places == PLACES
+    stated = re.search(r"touches \*\*(\d+) places\*\*", text)
+    assert stated and int(stated.group(1)) == len(places) <= 8
+    for name in ("RUN_MODULES", "MethodRun", "RUN = MethodRun(", "declared"):
+        assert name in text, name
+    # the existing methods named in the third column are there
+    for row in rows:
+        for name in re.findall(r"`([^`]+)`", row[2]):
+            if "/" in name or "." in name:
+                assert (ROOT / name).exists(), name
+            else:
+                assert hasattr(config_schema, name), name
+    # and every method run has each place
+    packages = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    layout = (ROOT / "docs" / "layout.md").read_text()
+    runs_md = (ROOT / "docs" / "runs.md").read_text().splitlines()
+    for key, module in RUN_MODULES.items():
+        package = module.split(".")[1]
+        assert (ROOT / "psens" / package / "__init__.py").is_file(), key
+        assert (ROOT / Path(*module.split("."))).with_suffix(".py").is_file(), key
+        assert any(key in f.methods and f.methods != RUNS for f in FIELDS), key
+        assert any(
+            key in line.split("|")[2].replace(",", " ").split()
+            for line in runs_md
+            if line.startswith("| `")
+        ), key
+        assert f"psens.{package}" in packages, key
+        assert f"  {package}/" in layout, key
+        assert (ROOT / "tests" / package).is_dir(), key
+
+
+def _method_branches(path: Path, source: str | None = None) -> list[str]:
+    """``path:line`` of every branch on a method run's key: a comparison of a key with
+    something that names a method, a ``match`` on it, or a table keyed by two keys."""
+    import ast
+    import re
+
+    from psens.config_schema import RUNS
+
+    def keys(node: ast.AST) -> set[str]:
+        if isinstance(node, ast.Constant) and node.value in RUNS:
+            return {node.value}
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            return set().union(*(keys(e) for e in node.elts)) if node.elts else set()
+        return set()
+
+    def names_a_method(node: ast.AST) -> bool:
+        return bool(re.search(_NAMES_A_METHOD, ast.unparse(node)))
+
+    where = path.relative_to(ROOT) if path.is_absolute() else path
+    hits = []
+    for node in ast.walk(ast.parse(source if source is not None else path.read_text())):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(keys(s) for s in sides) and any(names_a_method(s) for s in sides):
+                hits.append(f"{where}:{node.lineno}")
+        elif isinstance(node, ast.Match) and names_a_method(node.subject):
+            values = [p for c in node.cases for p in ast.walk(c.pattern)]
+            if any(isinstance(p, ast.MatchValue) and keys(p.value) for p in values):
+                hits.append(f"{where}:{node.lineno}")
+        elif isinstance(node, ast.Dict):
+            if len(set().union(*(keys(k) for k in node.keys if k is not None))) >= 2:
+                hits.append(f"{where}:{node.lineno}")
+    return hits
+
+
+def test_no_module_branches_on_a_method_run():
+    """A method run is found through RUN_MODULES alone: no module of psens, widgets or
+    scripts compares a method's key with a method (``if method == "eas"``) or keeps a table
+    keyed by methods, but RUN_MODULES itself."""
+    from psens.config_schema import RUN_MODULES
+
+    allowed = {
+        ROOT / "psens" / "_runfile.py",
+        ROOT / "psens" / "method_runs.py",
+        *((ROOT / Path(*m.split("."))).with_suffix(".py") for m in RUN_MODULES.values()),
+    }
+    files = [*_code_files(), *(ROOT / "scripts").glob("*.py")]
+    hits = [h for p in files if p not in allowed for h in _method_branches(p)]
+    assert hits == [f"psens/config_schema.py:{_run_modules_line()}"]
+
+
+def _run_modules_line() -> int:
+    lines = (ROOT / "psens" / "config_schema.py").read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if line.startswith("RUN_MODULES"))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'if method == "eas":\n    pass\n',
+        'if cfg.method != "dbsa":\n    pass\n',
+        'ok = str(obj.attrs.get(METHOD_ATTR)) not in ("eas", "subjective")\n',
+        'match method:\n    case "dbsa":\n        pass\n',
+        'MODULES = {"eas": "psens.eas.run", "dbsa": "psens.dbsa.run"}\n',
+    ],
+)
+def test_the_branch_check_finds_what_it_forbids(source):
+    assert _method_branches(Path("x.py"), source) == ["x.py:1"]

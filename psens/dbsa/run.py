@@ -29,11 +29,11 @@ from typing import Any
 
 import pandas as pd
 
-from psens._runfile import MethodConfig, check_models, method_attrs, say, start, steps
+from psens._runfile import MethodConfig, MethodRun, check_models, method_attrs, say, start, steps
 from psens._validation import fail
 from psens.config_schema import check_fields, declare
 
-__all__ = ["CONFIG", "METHOD", "DBSAConfig", "read_prompts", "results", "run", "summarize"]
+__all__ = ["METHOD", "RUN", "DBSAConfig", "read_prompts", "results", "run", "summarize"]
 
 METHOD = "dbsa"
 WHERE = "psens dbsa run"
@@ -101,10 +101,6 @@ class DBSAConfig(MethodConfig):
         """The texts to run, in file order."""
         texts, _ = read_prompts(self.prompts)
         return [t for t in texts if self.texts is None or t in self.texts]
-
-
-#: the config class of this method (what :func:`psens.method_runs.load` builds)
-CONFIG = DBSAConfig
 
 
 def _backend(model: str, cfg: DBSAConfig):
@@ -227,3 +223,8 @@ def top_table(tree, k: int = 5) -> pd.DataFrame:
         for model, ds in by_model.items()
     ]
     return pd.concat(parts, ignore_index=True)
+
+
+#: what :mod:`psens.method_runs` loads, runs and summarises (the ``"dbsa"`` entry of
+#: :data:`psens.config_schema.RUN_MODULES`)
+RUN = MethodRun(METHOD, DBSAConfig, run, summarize)

@@ -30,11 +30,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from psens._runfile import MethodConfig, check_models, method_attrs, say, start, steps
+from psens._runfile import MethodConfig, MethodRun, check_models, method_attrs, say, start, steps
 from psens._validation import fail
 from psens.config_schema import check_fields, declare
 
-__all__ = ["CONFIG", "METHOD", "EASConfig", "reread", "rows", "run", "summarize"]
+__all__ = ["METHOD", "RUN", "EASConfig", "reread", "rows", "run", "summarize"]
 
 METHOD = "eas"
 WHERE = "psens eas run"
@@ -72,10 +72,6 @@ class EASConfig(MethodConfig):
         """Cheap checks, before any model is loaded or item read."""
         check_fields(self, METHOD, WHERE)
         check_models([*self.models, self.judge], WHERE)
-
-
-#: the config class of this method (what :func:`psens.method_runs.load` builds)
-CONFIG = EASConfig
 
 
 def _items(cfg: EASConfig) -> dict[str, list]:
@@ -326,3 +322,8 @@ def summarize(ds) -> str:
     zones = inst.groupby(["model_name", "dataset"])["trizone"].value_counts().unstack(fill_value=0)
     lines.append(agg.join(zones).to_string())
     return "\n".join(lines)
+
+
+#: what :mod:`psens.method_runs` loads, runs and summarises (the ``"eas"`` entry of
+#: :data:`psens.config_schema.RUN_MODULES`)
+RUN = MethodRun(METHOD, EASConfig, run, summarize, reread)

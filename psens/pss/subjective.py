@@ -54,16 +54,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from psens._runfile import MethodConfig, check_models, method_attrs, say, start, steps
+from psens._runfile import MethodConfig, MethodRun, check_models, method_attrs, say, start, steps
 from psens._validation import check_positive_int, fail
 from psens.config_schema import JUDGE_MODES, check_fields, declare
 
 __all__ = [
-    "CONFIG",
     "JUDGE_MODES",
     "JUDGE_NOTE",
     "METHOD",
     "PREFERENCE_TEMPLATE",
+    "RUN",
     "SubjectiveConfig",
     "between_instance_null",
     "instructions",
@@ -113,9 +113,6 @@ class SubjectiveConfig(MethodConfig):
                 "benchmark = 'arena' needs reference answers; none are installable offline",
                 'Add references = "FILE.jsonl" (records with question_id and answer)',
             )
-
-
-CONFIG = SubjectiveConfig
 
 
 def _versions_dir(cfg: SubjectiveConfig) -> Path:
@@ -499,3 +496,8 @@ def synthetic_run(
     ds = to_dataset(pd.DataFrame(items), responses, verdicts, cfg)
     ds.attrs.update(synthetic=True, seed=seed, judge_path="none (made-up verdicts)")
     return ds
+
+
+#: what :mod:`psens.method_runs` loads, runs and summarises (the ``"subjective"`` entry of
+#: :data:`psens.config_schema.RUN_MODULES`)
+RUN = MethodRun(METHOD, SubjectiveConfig, run, summarize, reread)

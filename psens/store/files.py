@@ -3,13 +3,16 @@
 An IPS run lives in a resumable zarr store while it runs and is exchanged as one netCDF
 export (:func:`psens.store.to_netcdf`); the output-level methods (EAS, DBSA, subjective
 PSS) are small and are written in one go as a netCDF file marked with the attrs
-``psens_method`` (``"eas"``, ``"dbsa"``, ``"subjective"``) and ``psens_method_version``.
+``psens_method`` (a key of :data:`psens.config_schema.RUN_MODULES`: ``"eas"``, ``"dbsa"``,
+``"subjective"``) and ``psens_method_version``.
 Both kinds of file are written the same way (:func:`write_file`): into a hidden sibling,
 sealed with a digest of every variable, coordinate and attribute (the root attr
 ``psens_checksums``, the digests of :mod:`psens.store.checksums`), then renamed into place;
 nothing but an earlier psens file is replaced, and only when asked (:func:`check_target`).
 :func:`verify_file` compares a file with its digests; :func:`open_method_run` opens a
-method run (:func:`psens.open_run` opens every kind).
+method run (:func:`psens.open_run` opens every kind): a file with groups as an
+:class:`xarray.DataTree` (DBSA), one without as an :class:`xarray.Dataset`, whatever the
+method.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from psens._validation import fail
+from psens.config_schema import RUNS
 from psens.store.checksums import ATTRS_KEY, Verification, _attr_changes, _attr_digests, _digest
 from psens.store.checksums import verify as verify_store
 from psens.store.schema import CHECKSUM_ATTR, EXPORT_ATTR, SCHEMA, check_netcdf_storage
@@ -51,8 +55,9 @@ METHOD_ATTR = "psens_method"
 #: the root attr holding the version of the method run file layout
 METHOD_VERSION_ATTR = "psens_method_version"
 METHOD_VERSION = 1
-#: the methods with a run file of their own (IPS runs are zarr stores and their exports)
-METHODS = ("eas", "dbsa", "subjective")
+#: the methods with a run file of their own (IPS runs are zarr stores and their exports):
+#: the keys of :data:`psens.config_schema.RUN_MODULES`
+METHODS: tuple[str, ...] = RUNS
 
 
 def _root_attrs(path: Path) -> dict[str, Any] | None:
@@ -74,9 +79,18 @@ def _root_attrs(path: Path) -> dict[str, Any] | None:
     return out
 
 
+def _has_groups(path: Path) -> bool:
+    """Whether an HDF5 / netCDF4 file holds groups below its root (a DataTree's nodes)."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return any(isinstance(node, h5py.Group) for node in f.values())
+
+
 def method_of(path: str | os.PathLike) -> str | None:
-    """The method of a method run file (``"eas"``, ``"dbsa"``, ``"subjective"``), or None
-    for anything else (an IPS store or export, a missing file, a file that is not netCDF)."""
+    """The method of a method run file (its ``psens_method`` attr: a key of
+    :data:`METHODS`), or None for anything else (an IPS store or export, a missing file, a
+    file that is not netCDF)."""
     path = Path(path)
     attrs = _root_attrs(path) if path.is_file() else None
     value = (attrs or {}).get(METHOD_ATTR)
@@ -84,7 +98,7 @@ def method_of(path: str | os.PathLike) -> str | None:
 
 
 def is_method_run(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is an EAS, DBSA or subjective PSS run file."""
+    """Whether ``path`` is a method run file (EAS, DBSA, subjective PSS: :data:`METHODS`)."""
     return method_of(path) in METHODS
 
 
@@ -247,8 +261,9 @@ def _object_text(ds):
 def open_method_run(
     path: str | os.PathLike, *, verify: bool = False, where: str = "psens.open_run"
 ):
-    """Open an EAS or subjective PSS run (Dataset) or a DBSA run (DataTree), loaded into
-    memory, text as object arrays; ``verify`` first compares it with its checksums. A file
+    """Open a method run, loaded into memory, text as object arrays: a file with groups
+    (DBSA: one per prompt and model) as a DataTree, one without (EAS, subjective PSS) as a
+    Dataset; ``verify`` first compares it with its checksums. A file
     with a dataset stored externally or virtual or an encoding psens never writes is refused
     before any value is read (:func:`psens.store.schema.check_netcdf_storage`)."""
     import xarray as xr
@@ -260,16 +275,17 @@ def open_method_run(
     if method not in METHODS:
         fail(
             where,
-            f"{path} is not an EAS, DBSA or subjective PSS run (no {METHOD_ATTR} attr)",
+            f"{path} is not a run of a method psens knows ({list(METHODS)}): "
+            + (f"{METHOD_ATTR} = {method!r}" if method else f"no {METHOD_ATTR} attr"),
             "Pass a run file written by psens run or psens export",
         )
     check_netcdf_storage(path, where)  # before any value is read
     if verify:
         _refuse_damage(path, where)
-    if method != "dbsa":  # EAS and subjective PSS runs are one Dataset
+    if not _has_groups(path):  # one Dataset (EAS, subjective PSS)
         with xr.open_dataset(path, engine="h5netcdf") as ds:
             out = _object_text(ds.load())
-    else:
+    else:  # a DataTree (DBSA: a group per prompt and model)
         with xr.open_datatree(path, engine="h5netcdf") as tree:
             tree = tree.load()
         out = xr.DataTree.from_dict(

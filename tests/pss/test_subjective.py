@@ -64,7 +64,7 @@ def _config(tmp_path, **over):
         "samples": 5,
         **over,
     }
-    return S.CONFIG.from_dict(raw)
+    return S.RUN.config.from_dict(raw)
 
 
 def test_run_stores_scores_s_i_and_records_off_format_verdicts_as_failures(tmp_path, fake_models):
