@@ -259,9 +259,11 @@ def _paired(
     where: str,
     normalization: str = DEFAULT_NORMALIZATION,
 ):
-    """Normalised values of both templates of every pair, and the union-of-salient mask.
+    """Normalised values of both templates of every pair, and the interactions that count.
 
-    Returns ``a, b, union`` shaped ``[..., pair, 2 * 2**n]`` (AND then OR on the last axis).
+    Returns ``a, b, keep`` shaped ``[..., pair, 2 * 2**n]`` (AND then OR on the last axis);
+    ``keep`` marks the subsets within either template's ``n`` and of ``order``
+    (:func:`order_masks`), for :func:`_salient_union` and :func:`_union_ips`.
     """
     _check_tau(tau, where)
     ra, ro = _as_arrays(I_and, I_or, where)
@@ -275,15 +277,87 @@ def _paired(
         fail(where, f"only {ra.shape[-2]} template", "Pass at least two templates to compare")
     na, no = normalize(ra, ro, normalization)
     x = np.concatenate([na, no], axis=-1)  # [..., T, 2K]
-    size = ra.shape[-1]
-    keep = order_masks(n_players(ra), size, order, normalization)  # [..., T, K]
+    keep = order_masks(n_players(ra), ra.shape[-1], order, normalization)  # [..., T, K]
     keep = np.concatenate([keep, keep], axis=-1)
-    with np.errstate(invalid="ignore"):
-        sal = (np.abs(x) > tau) & keep
     i, j = template_pairs(ra.shape[-2])
-    a, b = x[..., i, :], x[..., j, :]
-    union = sal[..., i, :] | sal[..., j, :]
-    return a, b, union
+    return x[..., i, :], x[..., j, :], keep[..., i, :] | keep[..., j, :]
+
+
+def _union_top(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    r""":math:`\max(|a|, |b|)`, NaN only where both are NaN: an interaction is in the union
+    of both salient sets at :math:`\tau` iff this exceeds :math:`\tau`."""
+    with np.errstate(invalid="ignore"):
+        return np.fmax(np.abs(a), np.abs(b))
+
+
+def _salient_union(a: np.ndarray, b: np.ndarray, keep: np.ndarray, tau: float) -> np.ndarray:
+    r"""The union of both templates' salient sets, as a mask (§4.1, eq. 3):
+
+    .. math::
+        S \in \Omega_T \cup \Omega_{\hat T} \iff
+        \max(|\tilde I_S(x|T)|, |\tilde I_S(x|\hat T)|) > \tau
+
+    among the subsets marked by ``keep`` (within ``n``, of the order band); ``a``, ``b``,
+    ``keep`` broadcast.
+    """
+    with np.errstate(invalid="ignore"):
+        return keep & (_union_top(a, b) > tau)
+
+
+def _union_ips(a, b, keep, taus) -> np.ndarray:
+    r"""The IPS kernel: eq. 3's mean over the union of salient sets, for every row, group of
+    subsets and threshold at once.
+
+    .. math::
+        \mathrm{IPS}_{T,\hat T}(\tau, g) = \frac{1}{|\Omega^g_{union}(\tau)|}
+        \sum_{S\in\Omega^g_{union}(\tau)} \frac{|a_S - b_S|}{(|a_S| + |b_S|)/2},\qquad
+        \Omega^g_{union}(\tau) = \{S \in g : \max(|a_S|, |b_S|) > \tau\}
+
+    Parameters
+    ----------
+    a, b : ndarray, shape (..., M)
+        Normalised effects of the same ``M`` interactions under the two templates of each
+        row (a row is e.g. a sample's template pair); NaN counts as not salient.
+    keep : bool ndarray, shape (..., G, M)
+        The subsets of each group ``g`` (e.g. an order band); its leading dims broadcast
+        against those of ``a``.
+    taus : 1-d array
+        Thresholds, sorted ascending.
+
+    Returns
+    -------
+    ndarray, shape (..., G, len(taus))
+        NaN where a group has no salient interaction at that threshold.
+
+    Only the interactions above the smallest threshold are touched: each term (:func:`ips_term`)
+    is binned by how many thresholds lie below :math:`\max(|a|, |b|)`, summed per row and
+    group with ``np.bincount`` and turned into every threshold's sum by a reversed
+    cumulative sum (no loop over rows, groups, subsets or thresholds).
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.ndim == 1:
+        return _union_ips(a[None], b[None], keep, taus)[0]
+    taus = np.asarray(taus, dtype=float)
+    lead, size = a.shape[:-1], a.shape[-1]
+    groups, n_tau = keep.shape[-2], taus.size
+    rows = int(np.prod(lead))
+    top = _union_top(a, b).reshape(-1)
+    with np.errstate(invalid="ignore"):
+        pos = np.flatnonzero(top > taus[0])  # salient at the smallest τ at least
+    row, m = np.divmod(pos, size)
+    coords = np.unravel_index(row, lead)
+    inside = np.broadcast_to(keep, (*lead, groups, size))[(*coords, slice(None), m)]  # [p, G]
+    bins = np.searchsorted(taus, top[pos], side="left") - 1  # salient at τ_k <=> bins >= k
+    term = ips_term(a.reshape(-1)[pos], b.reshape(-1)[pos])
+    flat = (row[:, None] * groups + np.arange(groups)) * n_tau + bins[:, None]
+    length = rows * groups * n_tau
+    tot = np.bincount(flat[inside], np.broadcast_to(term[:, None], inside.shape)[inside], length)
+    cnt = np.bincount(flat[inside], minlength=length)
+    tot = np.cumsum(tot.reshape(-1, n_tau)[:, ::-1], axis=1)[:, ::-1]
+    cnt = np.cumsum(cnt.reshape(-1, n_tau)[:, ::-1], axis=1)[:, ::-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
+    return out.reshape(*lead, groups, n_tau)
 
 
 def _is_dataset(obj) -> bool:
@@ -441,12 +515,8 @@ def ips_pairs(
         fail("ips_pairs", "I_or is missing", "Pass ips_pairs(I_and, I_or) or ips_pairs(ds)")
     tau = tau_of(I_and, tau)
     norm = DEFAULT_NORMALIZATION if normalization is None else normalization
-    a, b, union = _paired(I_and, I_or, tau, order, "ips", norm)
-    smape = ips_term(a, b)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cnt = union.sum(axis=-1)
-        tot = np.where(union, smape, 0.0).sum(axis=-1)
-        return np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
+    a, b, keep = _paired(I_and, I_or, tau, order, "ips", norm)
+    return _union_ips(a, b, keep[..., None, :], [tau])[..., 0, 0]
 
 
 def ips(
@@ -611,7 +681,8 @@ def interaction_classes(
         fail("interaction_classes", "I_or is missing", "Pass (I_and, I_or) or a run Dataset")
     tau = tau_of(I_and, tau)
     norm = DEFAULT_NORMALIZATION if normalization is None else normalization
-    a, b, union = _paired(I_and, I_or, tau, order, "interaction_classes", norm)
+    a, b, keep = _paired(I_and, I_or, tau, order, "interaction_classes", norm)
+    union = _salient_union(a, b, keep, tau)
     counts = np.stack([(c & union).sum(axis=-1) for c in class_masks(a, b)], axis=-1)
     n_templates = np.shape(I_and)[-2]
     i, j = template_pairs(n_templates)
@@ -778,36 +849,20 @@ def _pair_block(
 ) -> np.ndarray:
     """IPS of every selected template pair: ``[..., pair, order, tau]`` (NaN: no salient S).
 
-    ``I_and``/``I_or`` are ``[..., template, 2**n]``; ``taus`` sorted ascending.
+    ``I_and``/``I_or`` are ``[..., template, 2**n]``; ``taus`` sorted ascending. All
+    thresholds and order bands come from one :func:`_union_ips` call.
     """
     na, no = normalize(I_and, I_or, normalization)
     x = np.concatenate([na, no], axis=-1)  # [..., T, 2K]
     size = I_and.shape[-1]
     i, j = template_pairs(I_and.shape[-2])
     i, j = i[pair_idx], j[pair_idx]
-    term = ips_term(x[..., i, :], x[..., j, :])
-    top = np.fmax(np.abs(x[..., i, :]), np.abs(x[..., j, :]))
-    finite = np.isfinite(top) & (top > 0)
     n = n_players(I_and)[..., 0]  # a sample's n is the same for all its templates
-    n_tau = taus.size
-    lead = top.shape[:-1]  # [..., pair]
-    rows = int(np.prod(lead))
-    out = np.empty((*lead, len(orders), n_tau))
-    for k, order in enumerate(orders):
-        keep = order_masks(n, size, None if order == "all" else order, normalization)
-        keep = np.concatenate([keep, keep], axis=-1)[..., None, :]  # [..., 1, 2K]
-        valid = finite & keep
-        bins = np.searchsorted(taus, np.where(valid, top, -1.0), side="left")  # #τ below top
-        flat = (np.arange(rows).reshape(*lead, 1) * (n_tau + 1) + bins).ravel()
-        tot = np.bincount(flat, np.where(valid, term, 0.0).ravel(), rows * (n_tau + 1))
-        cnt = np.bincount(flat, valid.ravel().astype(float), rows * (n_tau + 1))
-        # salient at τ_k  <=>  bin > k: reversed cumulative sums from bin k+1
-        tot = np.cumsum(tot.reshape(rows, n_tau + 1)[:, ::-1], axis=1)[:, ::-1][:, 1:]
-        cnt = np.cumsum(cnt.reshape(rows, n_tau + 1)[:, ::-1], axis=1)[:, ::-1][:, 1:]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            val = np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
-        out[..., k, :] = val.reshape(*lead, n_tau)
-    return out
+    keep = np.stack(
+        [order_masks(n, size, None if o == "all" else o, normalization) for o in orders], axis=-2
+    )  # [..., order, K]
+    keep = np.concatenate([keep, keep], axis=-1)[..., None, :, :]  # [..., 1 (pair), order, 2K]
+    return _union_ips(x[..., i, :], x[..., j, :], keep, taus)
 
 
 def pair_labels(templates: Sequence[str]) -> list[str]:
