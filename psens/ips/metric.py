@@ -44,7 +44,7 @@ from psens.settings import (
     tau_of,
 )
 from psens.store import DONE, FAILED, PENDING
-from psens.store.labels import order_band, order_of_subsets
+from psens.store.labels import model_names, order_band, order_of_subsets
 from psens.store.pairs import label_array, pair_coords, pair_label
 
 __all__ = [
@@ -955,7 +955,7 @@ def sample_ips(
     single_order = isinstance(orders, str)
     orders = _check_orders(orders, where)
     if models is not None:
-        missing = [m for m in models if m not in set(ds["model"].values.tolist())]
+        missing = [m for m in models if m not in set(model_names(ds))]
         if missing:
             fail(where, f"models {missing} are not in the run", "Check the model names")
         ds = ds.sel(model=list(models))
