@@ -329,10 +329,11 @@ def _union_ips(a, b, keep, taus) -> np.ndarray:
     ndarray, shape (..., G, len(taus))
         NaN where a group has no salient interaction at that threshold.
 
-    Only the interactions above the smallest threshold are touched: each term (:func:`ips_term`)
-    is binned by how many thresholds lie below :math:`\max(|a|, |b|)`, summed per row and
-    group with ``np.bincount`` and turned into every threshold's sum by a reversed
-    cumulative sum (no loop over rows, groups, subsets or thresholds).
+    One threshold: the terms (:func:`ips_term`) of the union are summed per row and group.
+    Several: only the interactions above the smallest threshold are touched; each term is
+    binned by how many thresholds lie below :math:`\max(|a|, |b|)`, summed per row, group and
+    bin with ``np.bincount`` and turned into every threshold's sum by a reversed cumulative
+    sum (no loop over rows, subsets, pairs or thresholds).
     """
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.ndim == 1:
@@ -340,24 +341,30 @@ def _union_ips(a, b, keep, taus) -> np.ndarray:
     taus = np.asarray(taus, dtype=float)
     lead, size = a.shape[:-1], a.shape[-1]
     groups, n_tau = keep.shape[-2], taus.size
-    rows = int(np.prod(lead))
-    top = _union_top(a, b).reshape(-1)
+    top = _union_top(a, b)
     with np.errstate(invalid="ignore"):
-        pos = np.flatnonzero(top > taus[0])  # salient at the smallest τ at least
-    row, m = np.divmod(pos, size)
-    coords = np.unravel_index(row, lead)
-    inside = np.broadcast_to(keep, (*lead, groups, size))[(*coords, slice(None), m)]  # [p, G]
-    bins = np.searchsorted(taus, top[pos], side="left") - 1  # salient at τ_k <=> bins >= k
-    term = ips_term(a.reshape(-1)[pos], b.reshape(-1)[pos])
-    flat = (row[:, None] * groups + np.arange(groups)) * n_tau + bins[:, None]
-    length = rows * groups * n_tau
-    tot = np.bincount(flat[inside], np.broadcast_to(term[:, None], inside.shape)[inside], length)
-    cnt = np.bincount(flat[inside], minlength=length)
-    tot = np.cumsum(tot.reshape(-1, n_tau)[:, ::-1], axis=1)[:, ::-1]
-    cnt = np.cumsum(cnt.reshape(-1, n_tau)[:, ::-1], axis=1)[:, ::-1]
+        salient = top > taus[0]  # salient at the smallest τ at least
+    keep = np.broadcast_to(keep, (*lead, groups, size))
+    if n_tau == 1:  # one threshold: sum each row's terms over the union directly
+        inside = keep & salient[..., None, :]
+        with np.errstate(invalid="ignore"):
+            tot = np.where(inside, ips_term(a, b)[..., None, :], 0.0).sum(axis=-1)[..., None]
+        cnt = inside.sum(axis=-1)[..., None]
+    else:  # bin each salient term by the thresholds below max(|a|, |b|)
+        top, a, b = top.reshape(-1), a.reshape(-1), b.reshape(-1)
+        index, weight = [], []
+        for g in range(groups):  # a handful of groups (order bands), never subsets or pairs
+            pos = np.flatnonzero(keep[..., g, :] & salient)
+            bins = np.searchsorted(taus, top[pos], side="left") - 1  # salient at τ_k: >= k
+            index.append((pos // size * groups + g) * n_tau + bins)
+            weight.append(ips_term(a[pos], b[pos]))
+        flat, length = np.concatenate(index), int(np.prod(lead)) * groups * n_tau
+        tot = np.bincount(flat, np.concatenate(weight), length).reshape(*lead, groups, n_tau)
+        cnt = np.bincount(flat, minlength=length).reshape(*lead, groups, n_tau)
+        tot = np.cumsum(tot[..., ::-1], axis=-1)[..., ::-1]  # salient at τ_k: bins k and above
+        cnt = np.cumsum(cnt[..., ::-1], axis=-1)[..., ::-1]
     with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
-    return out.reshape(*lead, groups, n_tau)
+        return np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
 
 
 def _is_dataset(obj) -> bool:
