@@ -286,8 +286,9 @@ def _paired(
 def _union_top(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     r""":math:`\max(|a|, |b|)`, NaN only where both are NaN: an interaction is in the union
     of both salient sets at :math:`\tau` iff this exceeds :math:`\tau`."""
+    top = np.abs(a)
     with np.errstate(invalid="ignore"):
-        return np.fmax(np.abs(a), np.abs(b))
+        return np.fmax(top, np.abs(b), out=top)
 
 
 def _salient_union(a: np.ndarray, b: np.ndarray, keep: np.ndarray, tau: float) -> np.ndarray:
@@ -329,8 +330,9 @@ def _union_ips(a, b, keep, taus) -> np.ndarray:
     ndarray, shape (..., G, len(taus))
         NaN where a group has no salient interaction at that threshold.
 
-    One threshold: the terms (:func:`ips_term`) of the union are summed per row and group.
-    Several: only the interactions above the smallest threshold are touched; each term is
+    One threshold with many salient interactions: the terms (:func:`ips_term`) of the union
+    are summed per row and group. Otherwise only the interactions above the smallest threshold
+    are touched; each term is
     binned by how many thresholds lie below :math:`\max(|a|, |b|)`, summed per row, group and
     bin with ``np.bincount`` and turned into every threshold's sum by a reversed cumulative
     sum (no loop over rows, subsets, pairs or thresholds).
@@ -345,12 +347,12 @@ def _union_ips(a, b, keep, taus) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         salient = top > taus[0]  # salient at the smallest τ at least
     keep = np.broadcast_to(keep, (*lead, groups, size))
-    if n_tau == 1:  # one threshold: sum each row's terms over the union directly
+    if n_tau == 1 and salient.mean() > 0.25:  # one threshold, many salient: sum them all
         inside = keep & salient[..., None, :]
         with np.errstate(invalid="ignore"):
             tot = np.where(inside, ips_term(a, b)[..., None, :], 0.0).sum(axis=-1)[..., None]
         cnt = inside.sum(axis=-1)[..., None]
-    else:  # bin each salient term by the thresholds below max(|a|, |b|)
+    else:  # only the salient terms, binned by the thresholds below max(|a|, |b|)
         top, a, b = top.reshape(-1), a.reshape(-1), b.reshape(-1)
         index, weight = [], []
         for g in range(groups):  # a handful of groups (order bands), never subsets or pairs
@@ -689,8 +691,12 @@ def interaction_classes(
     tau = tau_of(I_and, tau)
     norm = DEFAULT_NORMALIZATION if normalization is None else normalization
     a, b, keep = _paired(I_and, I_or, tau, order, "interaction_classes", norm)
-    union = _salient_union(a, b, keep, tau)
-    counts = np.stack([(c & union).sum(axis=-1) for c in class_masks(a, b)], axis=-1)
+    pos = np.flatnonzero(_salient_union(a, b, keep, tau))  # classified where salient only
+    row, lead = pos // a.shape[-1], a.shape[:-1]
+    masks = class_masks(a.reshape(-1)[pos], b.reshape(-1)[pos])
+    rows = int(np.prod(lead))
+    counts = np.stack([np.bincount(row[c], minlength=rows) for c in masks], axis=-1)
+    counts = counts.reshape(*lead, len(CLASSES))
     n_templates = np.shape(I_and)[-2]
     i, j = template_pairs(n_templates)
     out: dict[str, np.ndarray] = {"counts": counts, "pairs": np.stack([i, j], axis=-1)}
