@@ -445,9 +445,10 @@ def ips_term(a, b) -> np.ndarray:
     :math:`|a - b| \,/\, ((|a| + |b|)/2)`, in [0, 2] (NaN where both are 0).
 
     ``a`` and ``b`` are normalised effects :math:`\tilde I_S(x|T)`,
-    :math:`\tilde I_S(x|\hat T)`. The one definition of the term: the dense
+    :math:`\tilde I_S(x|\hat T)`. The one definition of the term: the one IPS kernel
+    (:func:`_union_ips`) averages it over the union of salient sets for the dense
     (:func:`ips_pairs`, :func:`sample_ips`) and the sparse path
-    (:func:`psens.ips.sparse.sparse_ips`) average it over the union of salient sets.
+    (:func:`psens.ips.sparse.sparse_ips`).
 
     Examples
     --------
