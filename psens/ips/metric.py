@@ -332,10 +332,9 @@ def _union_ips(a, b, keep, taus) -> np.ndarray:
 
     One threshold with many salient interactions: the terms (:func:`ips_term`) of the union
     are summed per row and group. Otherwise only the interactions above the smallest threshold
-    are touched; each term is
-    binned by how many thresholds lie below :math:`\max(|a|, |b|)`, summed per row, group and
-    bin with ``np.bincount`` and turned into every threshold's sum by a reversed cumulative
-    sum (no loop over rows, subsets, pairs or thresholds).
+    are touched; each term is binned by how many thresholds lie below :math:`\max(|a|, |b|)`,
+    summed per row, group and bin with ``np.bincount`` and turned into every threshold's sum
+    by a reversed cumulative sum (no loop over rows, subsets, pairs or thresholds).
     """
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.ndim == 1:

@@ -95,6 +95,9 @@ def test_union_ips_is_the_mean_over_the_union_for_every_group_and_threshold():
     taus = np.asarray(TAUS)
     got = _union_ips(a, b, keep, taus)
     assert got.shape == (3, 2, 4, len(TAUS))
+    for k in range(len(TAUS)):  # one threshold: summed directly (many salient) or binned (few)
+        one = _union_ips(a, b, keep, taus[k : k + 1])
+        np.testing.assert_allclose(one, got[..., k : k + 1], rtol=1e-12, equal_nan=True)
     for r, p, g, k in itertools.product(range(3), range(2), range(4), range(len(TAUS))):
         terms = [
             abs(x - y) / ((abs(x) + abs(y)) / 2)
