@@ -45,6 +45,7 @@ import pandas as pd
 
 import psens
 import psens.widgets as pw
+from psens.store.labels import model_names
 
 # PSENS_SIZE=full: the paper's MCQ setting (§4.1, table 1), data/examples/paper_table1.toml
 FULL = pw.paper_config("table1")
@@ -129,7 +130,7 @@ pw.show(at.round(4), ds)
 # %%
 tau = psens.run_settings(ds).tau  # the τ the run was made with
 shares = {}
-for model in ds["model"].values:
+for model in model_names(ds):
     frame = ds.sel(model=[model]).psens.to_frame(tau)
     shares[str(model)] = float(frame["salient"].mean())
 for model in at.index:

@@ -35,6 +35,7 @@ from psens.ips import charts as ips_charts
 from psens.ips import tables
 from psens.ips.factors import charts as plots
 from psens.ips.headline import headline_lines, headlines
+from psens.store.labels import model_names
 from psens.synthetic import TINY_MODELS
 
 pd.set_option("display.precision", 3)
@@ -51,7 +52,7 @@ print(pw.describe(ds))
 def models_where(**criteria):
     """The run's models matching the metadata ``criteria`` (none: an empty list)."""
     try:
-        return [str(m) for m in F.select_models(ds, **criteria).model.values]
+        return model_names(F.select_models(ds, **criteria))
     except ValueError:  # no model matches, or the run has no such metadata
         return []
 
@@ -304,7 +305,7 @@ pw.show(r1.summary[r1.summary.order != "all"], fds) if r1 is not None else None
 # `F.compare_models` takes explicit `(A, B[, group])` pairs, so any two groups can be compared with the same statistics; build the pairs from metadata. Pairs of *different* models (another family or size) differ in much more than the factor, so this is no test of the paper's claim — but it is what a run of unmatched models can show.
 
 # %%
-kept = set(fds["model"].values)  # the same models as every verdict above
+kept = set(model_names(fds))  # the same models as every verdict above
 base = [m for m in models_where(kind="base") if m in kept]
 tuned = [m for m in models_where(kind="tuned", arch="dense") if m in kept]
 pairs = [(t, b, "tuned vs base") for t in tuned for b in base]
@@ -329,7 +330,7 @@ if why:
     print(why)
     out = pw.show(cons[["model", "ips", "consistency"]], ds)
 else:  # the correlation: the models above their noise floor
-    corr = F.consistency_correlation(cons[cons["model"].isin(fds["model"].values)])
+    corr = F.consistency_correlation(cons[cons["model"].isin(model_names(fds))])
     r = float(corr.set_index("metric").loc["pearson", "statistic"])
     print(
         pw.paper_vs_run(

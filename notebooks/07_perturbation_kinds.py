@@ -22,6 +22,7 @@ import pandas as pd
 import psens.ips.factors as F
 import psens.widgets as pw
 from psens.ips.factors import charts as plots
+from psens.store.labels import model_names
 from psens.synthetic import TINY_MODELS
 
 pd.set_option("display.precision", 3)
@@ -54,7 +55,7 @@ kinds_of_pairs
 
 # %%
 paper = [m for ms in F.pairings.PERTURBATION_MODELS.values() for m in ms]
-present = [m for m in paper if m in set(fds.model.values)]
+present = [m for m in paper if m in set(model_names(fds))]
 sub = F.select_models(fds, names=present) if len(present) >= 2 else fds
 kinds = None
 try:

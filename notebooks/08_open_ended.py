@@ -36,6 +36,7 @@ PSENS_SIZE = os.environ.get("PSENS_SIZE", "")
 
 # %%
 import psens.widgets as pw
+from psens.store.labels import model_names
 
 # Appendix K: Dolly-15k, the Llama-2 family, the instruction template of K.2. IPS needs two
 # or more templates: its case and separator variants "open-case" and "open-colon" (built in;
@@ -257,7 +258,7 @@ if run_l is not None:
     for kind in ("altering", "paraphrase", "reorder"):
         mask = (kinds_l == kind).to_numpy()
         sub = per.isel(pair=mask).mean("pair")
-        for m in sub["model"].values:
+        for m in model_names(sub):
             rows.append(
                 {
                     "model": str(m),

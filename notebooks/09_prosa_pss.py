@@ -41,6 +41,7 @@ import xarray as xr
 
 import psens
 import psens.widgets as pw
+from psens.store.labels import model_names
 
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 160)
@@ -130,7 +131,7 @@ NOTE = " · synthetic data" if SYNTHETIC else ""
 for name, ds in runs.items():
     assert psens.pss.is_pss_run(ds), f"{name} is not a PSS run (made with n_vars = 0)"
     print(
-        f"{name}{NOTE}: models {list(map(str, ds['model'].values))}, {ds.sizes['sample']} items, "
+        f"{name}{NOTE}: models {model_names(ds)}, {ds.sizes['sample']} items, "
         f"{ds.sizes['template']} prompts, shots {list(map(int, ds['shot'].values))}, "
         f"blocks done {int((ds['status'] == 1).sum())} of {ds['status'].size}"
     )
@@ -180,7 +181,7 @@ for name, ds in runs.items():
     if not (pred != "").any():  # a synthetic run stores no answers
         continue
     gold = np.char.strip(ds["target"].values.astype(str))
-    for m, model in enumerate(map(str, ds["model"].values)):
+    for m, model in enumerate(model_names(ds)):
         answered = pd.Series(pred[m].ravel()).value_counts(normalize=True)
         share_rows.append(
             {"dataset": name, "model": model, **{f"answers {k}": v for k, v in answered.items()}}
@@ -454,7 +455,7 @@ alt.layer(
 first_sub = str(sub["sample"].values[0])
 cell = sub.sel(sample=first_sub)
 rows_sub = []
-for model in map(str, sub["model"].values):
+for model in model_names(sub):
     for v in map(int, sub["version"].values):
         c = cell.sel(model=model, version=v)
         rows_sub.append(

@@ -29,6 +29,7 @@ import psens.widgets as pw
 from psens import run_settings
 from psens.ips import sample_ips, solver_sensitivity, solver_table
 from psens.ips.floor import PRECISION_SIGMA, floor_test, noise_floor, run_floor
+from psens.store.labels import model_names
 
 TINY = PSENS_SIZE != "full"
 ds = pw.load_run(
@@ -132,7 +133,7 @@ means = sens["ips"].mean(
     [d for d in sens["ips"].dims if d not in ("model", "solver", "order", "shot")]
 )
 lines, verdicts = [], {}
-for model in means["model"].values:
+for model in model_names(means):
     reason = why.get(str(model), "")
     lines.append(f"{model}" + (f" — not a finding ({reason}): no verdict" if reason else ""))
     for solver in means["solver"].values:
@@ -153,7 +154,7 @@ for model in means["model"].values:
                 f"({(last - first) / first:+.1%})"
             )
 print(f"{SOURCE}:\n" + "\n".join(lines))
-for model in means["model"].values:
+for model in model_names(means):
     v = {s: h for (m, s), h in verdicts.items() if m == str(model)}
     if not v:
         continue

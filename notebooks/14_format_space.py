@@ -33,6 +33,7 @@ from psens.formats.analysis import (
 )
 from psens.formats.charts import accuracy_chart, dimension_chart
 from psens.formats.search import hit_rates, paired_search, thompson_search
+from psens.store.labels import model_names
 
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 160)
@@ -148,7 +149,7 @@ dims.pivot_table(index=["model", "dimension"], columns="order", values="ips")[
 dims[["model", "dimension", "order", "ips", "lo", "hi", "floor", "n_pairs", "within_noise"]]
 
 # %%
-model = str(ds.model.values[0])
+model = model_names(ds)[0]
 dimension_chart(dims[dims.model == model], title=f"{model}: IPS by format dimension").properties(
     width=420, height=220
 )

@@ -24,6 +24,7 @@ import numpy as np
 
 from psens.settings import run_settings
 from psens.store import DONE
+from psens.store.labels import model_names
 
 __all__ = ["report_chart", "template_text", "write_report"]
 
@@ -72,7 +73,7 @@ def _case(ds) -> dict:
     from psens.ips import tables
 
     tau = run_settings(ds).tau
-    model, sample = str(ds["model"].values[0]), str(ds["sample"].values[0])
+    model, sample = model_names(ds)[0], str(ds["sample"].values[0])
     templates = tuple(str(t) for t in ds["template"].values[:2])
     table, info = tables.case_table(ds, model, sample, templates, tau=tau, top_k=8)
     return {"model": model, "sample": sample, "templates": templates, "table": table, **info}
@@ -95,7 +96,7 @@ def report_chart(ds, *, case: dict | None = None):
 
     ds = _prepare(ds)
     tau = run_settings(ds).tau
-    models = [str(m) for m in ds["model"].values]
+    models = model_names(ds)
     orders = headline(ds, tau=tau)  # the numbers of the summary above the charts
     by_order = plots_ips.order_ips_chart(
         orders,

@@ -53,6 +53,7 @@ from psens import store
 from psens._validation import fail, shown
 from psens.config import RunConfig, parse_scheduler
 from psens.models.spec import ModelSpec
+from psens.store.labels import model_names
 
 __all__ = [
     "block_prompts",
@@ -1566,7 +1567,7 @@ def summarize(ds, wall: float | None = None) -> str:
         str(name): _blocks_note(
             int((status[m] == store.PENDING).sum()), int((status[m] == store.FAILED).sum())
         )
-        for m, name in enumerate(ds["model"].values)
+        for m, name in enumerate(model_names(ds))
     }
     lines = headline_lines(headline(ds), notes)
     if "solver" in ds.dims:

@@ -40,6 +40,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from psens.store.labels import model_names
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
@@ -138,7 +140,7 @@ def compare(base, other, *, label: str, pools: str, shot: int | None = None) -> 
     rows = []
     heads = [headline(x, shot=shot).set_index(["model", "order"]) for x in (base, other)]
     per = [at_shot(per_sample_ips(x, float(x.attrs["tau"])), shot) for x in (base, other)]
-    for model in [str(m) for m in base["model"].values]:
+    for model in model_names(base):
         a = per[0].sel(model=model, order="all").values
         b = per[1].sel(model=model, order="all").values
         test = paired_test(b, a, n_boot=2000, n_perm=2000, seed=0)

@@ -268,6 +268,27 @@ def test_the_ips_term_and_the_class_rule_are_defined_once():
     assert found == {"term": ["psens/ips/metric.py"], "rule": ["psens/ips/metric.py"]}
 
 
+def test_a_runs_models_are_read_by_model_names_alone():
+    """Code, scripts and notebooks name a run's models with psens.store.labels.model_names;
+    nothing else reads the model coordinate's values by hand."""
+    import re
+
+    pattern = re.compile(r"""\[["']model["']\]\.values|\.model\.values""")
+    files = [
+        *_code_files(),
+        *(ROOT / "scripts").glob("*.py"),
+        *(ROOT / "notebooks").glob("*.py"),
+    ]
+    hits = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in files
+        if p != ROOT / "psens" / "store" / "labels.py"
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert hits == []
+
+
 def test_the_model_table_is_read_by_the_registry_alone():
     hits = [
         str(p.relative_to(ROOT))

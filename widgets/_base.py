@@ -25,6 +25,7 @@ from psens._charts import PICK, label_synthetic
 from psens._validation import check_in_interval, fail
 from psens.ips import select_solver, solver_names
 from psens.settings import DEFAULT_TAU, run_settings
+from psens.store.labels import model_names
 
 __all__ = [
     "EMBED_OPTIONS",
@@ -353,7 +354,7 @@ class ChartWidget(BaseWidget):
             state["solver"] = self.solver_names[0]
         if state.get("tau") is None:  # the run's own τ (run_settings), not a default
             state["tau"] = run_settings(ds).tau
-        self.model_names: list[str] = [str(m) for m in ds["model"].values]
+        self.model_names: list[str] = model_names(ds)
         self.samples: list[str] = [str(s) for s in ds["sample"].values]
         self.templates: list[str] = [str(t) for t in ds["template"].values]
         for name in ("model", "sample", "template"):  # default: the run's first

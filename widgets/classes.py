@@ -12,6 +12,7 @@ import traitlets
 from psens._validation import fail
 from psens.ips.charts import classes_chart
 from psens.ips.tables import ORDER_LEVELS, class_table
+from psens.store.labels import model_names
 from psens.store.pairs import pair_label, resolve_pair
 
 from ._base import ChartWidget, check_run
@@ -65,7 +66,7 @@ class InteractionClasses(ChartWidget):
 
     def __init__(self, ds, *, models: Sequence[str] | None = None, **state: Any) -> None:
         check_run(ds, type(self).__name__)
-        names = [str(m) for m in ds["model"].values]
+        names = model_names(ds)
         super().__init__(ds, models=list(models) if models is not None else names, **state)
 
     @traitlets.validate("models")

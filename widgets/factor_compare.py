@@ -14,6 +14,7 @@ from psens._validation import fail
 from psens.ips.charts import factor_chart
 from psens.ips.factors import matched_pairs
 from psens.ips.tables import factor_table, format_value, group_values, model_meta, per_sample_ips
+from psens.store.labels import model_names
 
 from ._base import ChartWidget, check_run
 
@@ -107,7 +108,7 @@ class FactorCompare(ChartWidget):
         da, db = self.default_groups(ds, by)
         if "shot" in ds.dims and state.get("shot") is None and by != "shot":
             state["shot"] = int(ds["shot"].values[0])
-        names = [str(m) for m in ds["model"].values]
+        names = model_names(ds)
         super().__init__(
             ds,
             by=by,

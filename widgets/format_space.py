@@ -23,6 +23,7 @@ from psens.formats.analysis import accuracy_table, dimension_sensitivity, format
 from psens.formats.charts import dimension_chart
 from psens.formats.view import prompt_diff_html
 from psens.ips import ORDER_LEVELS, sample_ips
+from psens.store.labels import model_names
 
 from ._base import ChartWidget
 
@@ -65,7 +66,7 @@ class FormatSpace(ChartWidget):
         self.sample_names = [str(s) for s in ds["sample"].values]
         self._dims_cache: dict[float, Any] = {}
         self._acc = None
-        models = [str(m) for m in ds["model"].values]
+        models = model_names(ds)
         state.setdefault("model", models[0])
         state.setdefault("format_a", self.format_names[0])
         state.setdefault("format_b", self._default_b(ds, state["format_a"]))

@@ -23,6 +23,7 @@ from typing import Any
 
 from psens._charts import SYNTHETIC_NOTE, is_synthetic, label_synthetic
 from psens._validation import fail
+from psens.store.labels import model_names
 
 __all__ = [
     "NOT_FINDINGS",
@@ -190,7 +191,7 @@ def _meta_values(ds, key: str) -> set[str]:
 def describe(ds) -> str:
     """One line saying what the run holds, e.g. ``"synthetic run: 2 models (a, b),
     8 samples, 5 templates (ips1 … ips5), shots 0/1/3, n = 5–6 words"``."""
-    models = [str(m) for m in ds["model"].values]
+    models = model_names(ds)
     templates = [str(t) for t in ds["template"].values]
     n = [int(x) for x in ds["n_vars"].values] if "n_vars" in ds.coords else []
     parts = [
@@ -310,7 +311,7 @@ def findings_run(ds, head=None, *, shots=None) -> tuple[Any, str]:
         if shots is None and "shot" in ds.dims:
             shots = [int(s) for s in ds["shot"].values]
         why = findings_models(ds, shots)
-    names = [str(m) for m in ds["model"].values]
+    names = model_names(ds)
     clean = [m for m in names if not why.get(m, "")]
     noisy = [m for m in names if m not in clean]
     if not noisy:

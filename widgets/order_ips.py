@@ -20,6 +20,7 @@ from psens.ips.tables import (
     sample_subsets,
     select_samples,
 )
+from psens.store.labels import model_names
 
 from ._base import ChartWidget, check_run
 
@@ -86,7 +87,7 @@ class OrderIPS(ChartWidget):
 
     def __init__(self, ds, *, models: Sequence[str] | None = None, **state: Any) -> None:
         check_run(ds, type(self).__name__)
-        names = [str(m) for m in ds["model"].values]
+        names = model_names(ds)
         self._cache: dict[tuple, Any] = {}
         self._meta = model_meta(ds)
         if state.get("floor") is None:

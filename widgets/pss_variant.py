@@ -32,6 +32,7 @@ from psens._charts import PICK, mark_synthetic
 from psens._validation import fail
 from psens.pss.charts import pss_by_model, pss_by_shot, pss_by_variant
 from psens.pss.tables import CANDIDATES, pss_tables, variant_dim
+from psens.store.labels import model_names
 
 from ._base import BaseWidget
 
@@ -103,7 +104,7 @@ class PSSByVariant(BaseWidget):
                 "Pass variables={'binary': name} or {'graded': name}",
             )
         first = data[next(iter(self.variables.values()))]
-        self.model_names = [str(m) for m in first["model"].values] if "model" in first.dims else []
+        self.model_names = model_names(first) if "model" in first.dims else []
         if not self.model_names:
             fail(where, "the scores have no model dim", "Add a model dim (expand_dims)")
         self.vdim = variant_dim(first, where)

@@ -13,6 +13,7 @@ import traitlets
 from psens._validation import check_in_interval
 from psens.ips.charts import sparsity_chart
 from psens.ips.tables import matching_curve, matching_error_table, sparsity_table
+from psens.store.labels import model_names
 
 from ._base import ChartWidget, check_run
 
@@ -63,7 +64,7 @@ class Sparsity(ChartWidget):
 
     def __init__(self, ds, *, models: Sequence[str] | None = None, **state: Any) -> None:
         check_run(ds, type(self).__name__)
-        names = [str(m) for m in ds["model"].values]
+        names = model_names(ds)
         self._errors: dict[tuple, pd.DataFrame] = {}
         super().__init__(ds, models=list(models) if models is not None else names[:8], **state)
 

@@ -33,6 +33,7 @@ import pandas as pd
 from psens._runfile import MethodConfig, MethodRun, check_models, method_attrs, say, start, steps
 from psens._validation import fail
 from psens.config_schema import check_fields, declare
+from psens.store.labels import model_names
 
 __all__ = ["METHOD", "RUN", "EASConfig", "reread", "rows", "run", "summarize"]
 
@@ -240,7 +241,7 @@ def rows(ds) -> pd.DataFrame:
     from psens.variants import eas_factors
 
     records = []
-    models = [str(m) for m in ds["model"].values]
+    models = model_names(ds)
     samples = [str(s) for s in ds["sample"].values]
     templates = [str(t) for t in ds["template"].values]
     per_sample = {c: ds[c].values for c in (*SAMPLE_TEXT, *SAMPLE_JSON)}

@@ -43,6 +43,7 @@ import pandas as pd
 from psens._validation import check_positive_int, fail
 from psens.settings import tau_of
 from psens.stats import bootstrap_means, percentile_ci, resample_counts
+from psens.store.labels import model_names
 
 __all__ = [
     "accuracy_spread",
@@ -77,7 +78,7 @@ def _correct(ds, shot: int | None) -> tuple[np.ndarray, list[str], list[str]]:
     c = c.transpose("model", "sample", "template")
     done = (ds["status"] == store.DONE).transpose("model", "sample").values
     values = np.where(done[:, :, None], c.values.astype(float), np.nan)
-    return values, [str(m) for m in ds["model"].values], [str(t) for t in ds["template"].values]
+    return values, model_names(ds), [str(t) for t in ds["template"].values]
 
 
 def _complete(x: np.ndarray) -> np.ndarray:
@@ -324,7 +325,7 @@ def dimension_sensitivity(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             mean = np.nanmean(per_item, axis=1)
-        for m, model in enumerate(per_pair["model"].values):
+        for m, model in enumerate(model_names(per_pair)):
             for o, order in enumerate(ORDER_LEVELS):
                 f = float(floors[m, o]) if floors is not None else np.nan
                 rows.append(

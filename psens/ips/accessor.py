@@ -40,6 +40,7 @@ from psens.ips.metric import (
 )
 from psens.ips.tables import subset_label
 from psens.settings import run_settings, tau_of
+from psens.store.labels import model_names
 from psens.store.pairs import pair_label, resolve_pair
 
 __all__ = ["PsensAccessor", "PsensArrayAccessor", "tidy_frame"]
@@ -223,7 +224,7 @@ class PsensAccessor:
                     d: np.asarray(a_da[d].values)[idx[k]] if d in a_da.coords else idx[k]
                     for k, d in enumerate(dims)
                 }
-                row = {"model": str(ds["model"].values[m])} if "model" in a_da.dims else {}
+                row = {"model": model_names(ds)[m]} if "model" in a_da.dims else {}
                 frames.append(
                     pd.DataFrame(
                         {

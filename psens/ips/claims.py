@@ -75,6 +75,7 @@ from psens.stats import (
     resample_counts,
 )
 from psens.store import DONE
+from psens.store.labels import model_names
 
 __all__ = [
     "CANNOT_TEST",
@@ -229,7 +230,7 @@ def order_claim(
     values = np.asarray(bands.values, dtype=float)  # [model, order, sample]
     index = {str(o): k for k, o in enumerate(bands["order"].values)}
     rows = []
-    for m, model in enumerate(str(x) for x in bands["model"].values):
+    for m, model in enumerate(model_names(bands)):
         for name, band, base, claim in ORDER_CLAIMS:
             a, b = values[m, index[band]], values[m, index[base]]
             both = np.isfinite(a) & np.isfinite(b)
@@ -358,7 +359,7 @@ def same_answer_claim(
     excess = ips_v - floor_v
     usable = answered & np.isfinite(excess)
     rows = []
-    for m, model in enumerate(str(x) for x in pair_ips["model"].values):
+    for m, model in enumerate(model_names(pair_ips)):
         keep = usable[m].any(axis=-1)  # items with a defined pair
         groups = {"same answer": same[m] & usable[m], "different answers": ~same[m] & usable[m]}
         sums, ips_s, floor_s, cnt = [], [], [], []
@@ -480,7 +481,7 @@ def accuracy_relation(
         acc = np.where(answered > 0, np.nansum(corr, axis=-1) / answered, np.nan)
     words = ("positive: more accurate items are more sensitive", "negative: as ProSA reports")
     rows = []
-    for m, model in enumerate(str(x) for x in item_ips["model"].values):
+    for m, model in enumerate(model_names(item_ips)):
         both = np.isfinite(ips_v[m]) & np.isfinite(acc[m])
         x, y = ips_v[m][both], acc[m][both]
         res = correlation_ci(x, y, method=method, n_boot=n_boot, ci=ci, seed=seed)

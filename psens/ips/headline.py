@@ -50,6 +50,7 @@ from psens.ips.metric import ORDER_LEVELS, block_status
 from psens.settings import run_config, run_settings, tau_of
 from psens.stats import majority_answer
 from psens.store import DONE
+from psens.store.labels import model_names
 
 __all__ = [
     "FOLLOWS_EXAMPLES",
@@ -187,7 +188,7 @@ def answer_confound(ds) -> pd.DataFrame:
     examples = _examples_by_shot(ds)
     shots = [int(s) for s in ds["shot"].values] if "shot" in ds.dims else [None]
     rows = []
-    for model in ds["model"].values:
+    for model in model_names(ds):
         pred = ds["prediction"].sel(model=model)
         zero = None
         for shot in shots:
@@ -251,7 +252,7 @@ def _answers(ds, shot: Any) -> pd.DataFrame:
         correct = at_shot(ds["correct"], shot).transpose("model", "sample", "template")
         correct = np.asarray(correct.values, dtype=float)
     rows = []
-    for m, name in enumerate(ds["model"].values):
+    for m, name in enumerate(model_names(ds)):
         keep = np.ones(text.shape[1], bool) if status is None else status[m] == DONE
         answer, share, given = majority_answer(text[m, keep])
         acc = np.nan
@@ -392,7 +393,7 @@ def _headline(ds, shot, tau, per_sample, floor, *, n_boot, ci, seed) -> pd.DataF
     front += ["majority_answer", "majority_share", "output_consistency", "caveats"]
     out = out[front + [c for c in out.columns if c not in front]]
     out["order"] = pd.Categorical(out["order"], categories=ORDER_LEVELS, ordered=True)
-    names = [str(m) for m in ds["model"].values]
+    names = model_names(ds)
     out["model"] = pd.Categorical(out["model"], categories=names, ordered=True)
     out = out.sort_values(["model", "order"]).reset_index(drop=True)
     out["model"] = out["model"].astype(str)

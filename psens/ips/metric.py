@@ -44,7 +44,7 @@ from psens.settings import (
     tau_of,
 )
 from psens.store import DONE, FAILED, PENDING
-from psens.store.labels import order_band, order_of_subsets
+from psens.store.labels import model_names, order_band, order_of_subsets
 from psens.store.pairs import label_array, pair_coords, pair_label
 
 __all__ = [
@@ -259,9 +259,11 @@ def _paired(
     where: str,
     normalization: str = DEFAULT_NORMALIZATION,
 ):
-    """Normalised values of both templates of every pair, and the union-of-salient mask.
+    """Normalised values of both templates of every pair, and the interactions that count.
 
-    Returns ``a, b, union`` shaped ``[..., pair, 2 * 2**n]`` (AND then OR on the last axis).
+    Returns ``a, b, keep`` shaped ``[..., pair, 2 * 2**n]`` (AND then OR on the last axis);
+    ``keep`` marks the subsets within either template's ``n`` and of ``order``
+    (:func:`order_masks`), for :func:`_salient_union` and :func:`_union_ips`.
     """
     _check_tau(tau, where)
     ra, ro = _as_arrays(I_and, I_or, where)
@@ -275,15 +277,95 @@ def _paired(
         fail(where, f"only {ra.shape[-2]} template", "Pass at least two templates to compare")
     na, no = normalize(ra, ro, normalization)
     x = np.concatenate([na, no], axis=-1)  # [..., T, 2K]
-    size = ra.shape[-1]
-    keep = order_masks(n_players(ra), size, order, normalization)  # [..., T, K]
+    keep = order_masks(n_players(ra), ra.shape[-1], order, normalization)  # [..., T, K]
     keep = np.concatenate([keep, keep], axis=-1)
-    with np.errstate(invalid="ignore"):
-        sal = (np.abs(x) > tau) & keep
     i, j = template_pairs(ra.shape[-2])
-    a, b = x[..., i, :], x[..., j, :]
-    union = sal[..., i, :] | sal[..., j, :]
-    return a, b, union
+    return x[..., i, :], x[..., j, :], keep[..., i, :] | keep[..., j, :]
+
+
+def _union_top(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    r""":math:`\max(|a|, |b|)`, NaN only where both are NaN: an interaction is in the union
+    of both salient sets at :math:`\tau` iff this exceeds :math:`\tau`."""
+    top = np.abs(a)
+    with np.errstate(invalid="ignore"):
+        return np.fmax(top, np.abs(b), out=top)
+
+
+def _salient_union(a: np.ndarray, b: np.ndarray, keep: np.ndarray, tau: float) -> np.ndarray:
+    r"""The union of both templates' salient sets, as a mask (§4.1, eq. 3):
+
+    .. math::
+        S \in \Omega_T \cup \Omega_{\hat T} \iff
+        \max(|\tilde I_S(x|T)|, |\tilde I_S(x|\hat T)|) > \tau
+
+    among the subsets marked by ``keep`` (within ``n``, of the order band); ``a``, ``b``,
+    ``keep`` broadcast.
+    """
+    with np.errstate(invalid="ignore"):
+        return keep & (_union_top(a, b) > tau)
+
+
+def _union_ips(a, b, keep, taus) -> np.ndarray:
+    r"""The IPS kernel: eq. 3's mean over the union of salient sets, for every row, group of
+    subsets and threshold at once.
+
+    .. math::
+        \mathrm{IPS}_{T,\hat T}(\tau, g) = \frac{1}{|\Omega^g_{union}(\tau)|}
+        \sum_{S\in\Omega^g_{union}(\tau)} \frac{|a_S - b_S|}{(|a_S| + |b_S|)/2},\qquad
+        \Omega^g_{union}(\tau) = \{S \in g : \max(|a_S|, |b_S|) > \tau\}
+
+    Parameters
+    ----------
+    a, b : ndarray, shape (..., M)
+        Normalised effects of the same ``M`` interactions under the two templates of each
+        row (a row is e.g. a sample's template pair); NaN counts as not salient.
+    keep : bool ndarray, shape (..., G, M)
+        The subsets of each group ``g`` (e.g. an order band); its leading dims broadcast
+        against those of ``a``.
+    taus : 1-d array
+        Thresholds, sorted ascending.
+
+    Returns
+    -------
+    ndarray, shape (..., G, len(taus))
+        NaN where a group has no salient interaction at that threshold.
+
+    One threshold with many salient interactions: the terms (:func:`ips_term`) of the union
+    are summed per row and group. Otherwise only the interactions above the smallest threshold
+    are touched; each term is binned by how many thresholds lie below :math:`\max(|a|, |b|)`,
+    summed per row, group and bin with ``np.bincount`` and turned into every threshold's sum
+    by a reversed cumulative sum (no loop over rows, subsets, pairs or thresholds).
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.ndim == 1:
+        return _union_ips(a[None], b[None], keep, taus)[0]
+    taus = np.asarray(taus, dtype=float)
+    lead, size = a.shape[:-1], a.shape[-1]
+    groups, n_tau = keep.shape[-2], taus.size
+    top = _union_top(a, b)
+    with np.errstate(invalid="ignore"):
+        salient = top > taus[0]  # salient at the smallest τ at least
+    keep = np.broadcast_to(keep, (*lead, groups, size))
+    if n_tau == 1 and salient.mean() > 0.25:  # one threshold, many salient: sum them all
+        inside = keep & salient[..., None, :]
+        with np.errstate(invalid="ignore"):
+            tot = np.where(inside, ips_term(a, b)[..., None, :], 0.0).sum(axis=-1)[..., None]
+        cnt = inside.sum(axis=-1)[..., None]
+    else:  # only the salient terms, binned by the thresholds below max(|a|, |b|)
+        top, a, b = top.reshape(-1), a.reshape(-1), b.reshape(-1)
+        index, weight = [], []
+        for g in range(groups):  # a handful of groups (order bands), never subsets or pairs
+            pos = np.flatnonzero(keep[..., g, :] & salient)
+            bins = np.searchsorted(taus, top[pos], side="left") - 1  # salient at τ_k: >= k
+            index.append((pos // size * groups + g) * n_tau + bins)
+            weight.append(ips_term(a[pos], b[pos]))
+        flat, length = np.concatenate(index), int(np.prod(lead)) * groups * n_tau
+        tot = np.bincount(flat, np.concatenate(weight), length).reshape(*lead, groups, n_tau)
+        cnt = np.bincount(flat, minlength=length).reshape(*lead, groups, n_tau)
+        tot = np.cumsum(tot[..., ::-1], axis=-1)[..., ::-1]  # salient at τ_k: bins k and above
+        cnt = np.cumsum(cnt[..., ::-1], axis=-1)[..., ::-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
 
 
 def _is_dataset(obj) -> bool:
@@ -362,9 +444,10 @@ def ips_term(a, b) -> np.ndarray:
     :math:`|a - b| \,/\, ((|a| + |b|)/2)`, in [0, 2] (NaN where both are 0).
 
     ``a`` and ``b`` are normalised effects :math:`\tilde I_S(x|T)`,
-    :math:`\tilde I_S(x|\hat T)`. The one definition of the term: the dense
+    :math:`\tilde I_S(x|\hat T)`. The one definition of the term: the one IPS kernel
+    (:func:`_union_ips`) averages it over the union of salient sets for the dense
     (:func:`ips_pairs`, :func:`sample_ips`) and the sparse path
-    (:func:`psens.ips.sparse.sparse_ips`) average it over the union of salient sets.
+    (:func:`psens.ips.sparse.sparse_ips`).
 
     Examples
     --------
@@ -441,12 +524,8 @@ def ips_pairs(
         fail("ips_pairs", "I_or is missing", "Pass ips_pairs(I_and, I_or) or ips_pairs(ds)")
     tau = tau_of(I_and, tau)
     norm = DEFAULT_NORMALIZATION if normalization is None else normalization
-    a, b, union = _paired(I_and, I_or, tau, order, "ips", norm)
-    smape = ips_term(a, b)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cnt = union.sum(axis=-1)
-        tot = np.where(union, smape, 0.0).sum(axis=-1)
-        return np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
+    a, b, keep = _paired(I_and, I_or, tau, order, "ips", norm)
+    return _union_ips(a, b, keep[..., None, :], [tau])[..., 0, 0]
 
 
 def ips(
@@ -611,8 +690,13 @@ def interaction_classes(
         fail("interaction_classes", "I_or is missing", "Pass (I_and, I_or) or a run Dataset")
     tau = tau_of(I_and, tau)
     norm = DEFAULT_NORMALIZATION if normalization is None else normalization
-    a, b, union = _paired(I_and, I_or, tau, order, "interaction_classes", norm)
-    counts = np.stack([(c & union).sum(axis=-1) for c in class_masks(a, b)], axis=-1)
+    a, b, keep = _paired(I_and, I_or, tau, order, "interaction_classes", norm)
+    pos = np.flatnonzero(_salient_union(a, b, keep, tau))  # classified where salient only
+    row, lead = pos // a.shape[-1], a.shape[:-1]
+    masks = class_masks(a.reshape(-1)[pos], b.reshape(-1)[pos])
+    rows = int(np.prod(lead))
+    counts = np.stack([np.bincount(row[c], minlength=rows) for c in masks], axis=-1)
+    counts = counts.reshape(*lead, len(CLASSES))
     n_templates = np.shape(I_and)[-2]
     i, j = template_pairs(n_templates)
     out: dict[str, np.ndarray] = {"counts": counts, "pairs": np.stack([i, j], axis=-1)}
@@ -778,36 +862,20 @@ def _pair_block(
 ) -> np.ndarray:
     """IPS of every selected template pair: ``[..., pair, order, tau]`` (NaN: no salient S).
 
-    ``I_and``/``I_or`` are ``[..., template, 2**n]``; ``taus`` sorted ascending.
+    ``I_and``/``I_or`` are ``[..., template, 2**n]``; ``taus`` sorted ascending. All
+    thresholds and order bands come from one :func:`_union_ips` call.
     """
     na, no = normalize(I_and, I_or, normalization)
     x = np.concatenate([na, no], axis=-1)  # [..., T, 2K]
     size = I_and.shape[-1]
     i, j = template_pairs(I_and.shape[-2])
     i, j = i[pair_idx], j[pair_idx]
-    term = ips_term(x[..., i, :], x[..., j, :])
-    top = np.fmax(np.abs(x[..., i, :]), np.abs(x[..., j, :]))
-    finite = np.isfinite(top) & (top > 0)
     n = n_players(I_and)[..., 0]  # a sample's n is the same for all its templates
-    n_tau = taus.size
-    lead = top.shape[:-1]  # [..., pair]
-    rows = int(np.prod(lead))
-    out = np.empty((*lead, len(orders), n_tau))
-    for k, order in enumerate(orders):
-        keep = order_masks(n, size, None if order == "all" else order, normalization)
-        keep = np.concatenate([keep, keep], axis=-1)[..., None, :]  # [..., 1, 2K]
-        valid = finite & keep
-        bins = np.searchsorted(taus, np.where(valid, top, -1.0), side="left")  # #τ below top
-        flat = (np.arange(rows).reshape(*lead, 1) * (n_tau + 1) + bins).ravel()
-        tot = np.bincount(flat, np.where(valid, term, 0.0).ravel(), rows * (n_tau + 1))
-        cnt = np.bincount(flat, valid.ravel().astype(float), rows * (n_tau + 1))
-        # salient at τ_k  <=>  bin > k: reversed cumulative sums from bin k+1
-        tot = np.cumsum(tot.reshape(rows, n_tau + 1)[:, ::-1], axis=1)[:, ::-1][:, 1:]
-        cnt = np.cumsum(cnt.reshape(rows, n_tau + 1)[:, ::-1], axis=1)[:, ::-1][:, 1:]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            val = np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
-        out[..., k, :] = val.reshape(*lead, n_tau)
-    return out
+    keep = np.stack(
+        [order_masks(n, size, None if o == "all" else o, normalization) for o in orders], axis=-2
+    )  # [..., order, K]
+    keep = np.concatenate([keep, keep], axis=-1)[..., None, :, :]  # [..., 1 (pair), order, 2K]
+    return _union_ips(x[..., i, :], x[..., j, :], keep, taus)
 
 
 def pair_labels(templates: Sequence[str]) -> list[str]:
@@ -900,7 +968,7 @@ def sample_ips(
     single_order = isinstance(orders, str)
     orders = _check_orders(orders, where)
     if models is not None:
-        missing = [m for m in models if m not in set(ds["model"].values.tolist())]
+        missing = [m for m in models if m not in set(model_names(ds))]
         if missing:
             fail(where, f"models {missing} are not in the run", "Check the model names")
         ds = ds.sel(model=list(models))

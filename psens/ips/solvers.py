@@ -49,6 +49,7 @@ from psens._validation import check_game, check_in_interval, check_positive_int,
 from psens.interactions import and_or, l1_objective, optimal_vertices
 from psens.ips.metric import ORDER_LEVELS, ips, n_players
 from psens.settings import tau_of
+from psens.store.labels import model_names
 
 __all__ = ["LP_SOLVERS", "SOLVERS", "solver_sensitivity", "solver_table"]
 
@@ -307,7 +308,7 @@ def _run_dataset(
         if status is not None:
             status = status.expand_dims([d for d in added if d not in status.dims])
     if models is not None:
-        have = set(v_da["model"].values.tolist())
+        have = set(model_names(v_da))
         missing = [m for m in models if m not in have]
         if missing:
             fail(WHERE, f"models {missing} are not in the run", "Check the model names")
@@ -330,7 +331,7 @@ def _run_dataset(
     objective = np.full((k, n_m, n_s, *rest, n_t), np.nan)
     n_of = np.full((n_m, n_s), -1, dtype=np.int64)
     sample_ids = [str(x) for x in v_da["sample"].values]
-    model_ids = [str(x) for x in v_da["model"].values]
+    model_ids = model_names(v_da)
     with tqdm(total=n_m * n_s, desc=WHERE, unit="sample", disable=not progress) as bar:
         for m in range(n_m):  # one model and one sample at a time: each with its own n
             for s in range(n_s):
@@ -413,7 +414,7 @@ def solver_table(result):
             fail("solver_table", f"the result has no {name!r}", "Pass solver_sensitivity(...)")
     orders = [str(o) for o in result["order"].values]
     has_model = "model" in result["ips"].dims
-    model_names = [str(m) for m in result["model"].values] if has_model else [None]
+    names = model_names(result) if has_model else [None]
     rows, index = [], []
 
     def flat(da, keep: tuple[str, ...]):
@@ -421,7 +422,7 @@ def solver_table(result):
         da = da.transpose(*keep, ...)
         return da.values.reshape(*da.shape[: len(keep)], -1)
 
-    for m, model in enumerate(model_names):
+    for m, model in enumerate(names):
         pick = {"model": m} if has_model else {}
         ips_v = flat(result["ips"].isel(pick), ("solver", "order"))  # [solver, order, values]
         obj_excess = flat(result["excess"].isel(pick), ("solver",)) if "excess" in result else None

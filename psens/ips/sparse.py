@@ -77,10 +77,12 @@ from psens.ips.metric import (
     ORDER_LEVELS,
     _check_normalization,
     _check_tau,
+    _salient_union,
+    _union_ips,
     class_masks,
-    ips_term,
     nanmean,
     order_band,
+    template_pairs,
 )
 from psens.settings import DEFAULT_NORMALIZATION, DEFAULT_TAU
 
@@ -175,26 +177,6 @@ def _check_games(games: Sequence[Game], where: str) -> int:
     return ns.pop()
 
 
-def _pair_terms(ga, gb, n: int, tau: float, order: str | None, normalization: str):
-    """Normalised values ``a, b`` over the union of both salient sets of one pair (an order
-    band never holds the empty set)."""
-    na, nb = normalize_sparse(ga, normalization), normalize_sparse(gb, normalization)
-    out_a, out_b = [], []
-    for kind in ("and", "or"):
-        ka, va = na[kind]
-        kb, vb = nb[kind]
-        union = np.union1d(ka, kb)
-        a, b = _lookup(ka, va, union), _lookup(kb, vb, union)
-        keep = (np.abs(a) > tau) | (np.abs(b) > tau)
-        if order is not None:
-            from psens.interactions.sparse import popcount
-
-            keep &= (order_band(popcount(union), n) == order) & (union != 0)
-        out_a.append(a[keep])
-        out_b.append(b[keep])
-    return np.concatenate(out_a), np.concatenate(out_b)
-
-
 def _check_order(order, where: str) -> str | None:
     if order in (None, "all"):
         return None
@@ -204,17 +186,29 @@ def _check_order(order, where: str) -> str | None:
 
 
 def _pairs_of(games: Sequence[Game], tau: float, order: str | None, where: str, normalization: str):
-    """The normalised effects ``(a, b)`` over the union of salient sets of every unordered
-    template pair, in :func:`psens.ips.template_pairs` order (after checking the inputs).
-    The loop runs over template pairs (a handful), never over subsets."""
+    """The normalised effects ``a, b`` (``[pair, M]``, pairs in
+    :func:`psens.ips.template_pairs` order) over the union of the templates' listed subsets
+    (AND then OR; an unlisted subset is 0), and ``keep[M]``: the subsets of ``order`` (an
+    order band never holds the empty set) — the inputs of the dense kernel
+    (:func:`psens.ips.metric._union_ips`), after checking the inputs. The loop runs over
+    templates (a handful), never over subsets."""
     _check_tau(tau, where)
     order = _check_order(order, where)
     n = _check_games(games, where)
-    return [
-        _pair_terms(games[i], games[j], n, tau, order, normalization)
-        for i in range(len(games))
-        for j in range(i + 1, len(games))
-    ]
+    normed = [normalize_sparse(g, normalization) for g in games]
+    rows, keys = [], []
+    for kind in ("and", "or"):
+        union = np.unique(np.concatenate([nm[kind][0] for nm in normed]))
+        rows.append(np.stack([_lookup(*nm[kind], union) for nm in normed]))
+        keys.append(union)
+    x, key = np.concatenate(rows, axis=-1), np.concatenate(keys)  # [T, M], [M]
+    keep = np.ones(key.size, bool)
+    if order is not None:
+        from psens.interactions.sparse import popcount
+
+        keep = (order_band(popcount(key), n) == order) & (key != 0)
+    i, j = template_pairs(len(games))
+    return x[i], x[j], keep
 
 
 def sparse_ips_pairs(
@@ -234,11 +228,8 @@ def sparse_ips_pairs(
     min-max normalisation ``normalization`` spans (:func:`normalize_sparse`; ``"all"``
     counts the empty set like any subset when no ``order`` is given).
     """
-    out = [
-        float(np.mean(ips_term(a, b))) if a.size else np.nan
-        for a, b in _pairs_of(games, tau, order, "sparse_ips", normalization)
-    ]
-    return np.asarray(out)
+    a, b, keep = _pairs_of(games, tau, order, "sparse_ips", normalization)
+    return _union_ips(a, b, keep[None, :], [tau])[:, 0, 0]
 
 
 def sparse_ips(
@@ -271,11 +262,10 @@ def sparse_classes(
 ) -> np.ndarray:
     """Counts ``[pair, 3]`` of the classes of :data:`psens.ips.CLASSES` (fig. 3b) over the
     union of both salient sets, as :func:`psens.ips.interaction_classes`."""
-    rows = [
-        [int(mask.sum()) for mask in class_masks(a, b)]
-        for a, b in _pairs_of(games, tau, order, "sparse_classes", normalization)
-    ]
-    return np.asarray(rows, dtype=np.int64).reshape(-1, len(CLASSES))
+    a, b, keep = _pairs_of(games, tau, order, "sparse_classes", normalization)
+    union = _salient_union(a, b, keep, tau)
+    counts = [(mask & union).sum(axis=-1) for mask in class_masks(a, b)]
+    return np.stack(counts, axis=-1).astype(np.int64).reshape(-1, len(CLASSES))
 
 
 def recall_at_k(exact: SparseInteractions, approx: SparseInteractions, k: int = 10) -> float:

@@ -46,6 +46,7 @@ from psens.ips.metric import (
 from psens.settings import run_settings, tau_of
 from psens.stats import bootstrap_means, percentile_ci, resample_counts
 from psens.store import DONE, item_targets
+from psens.store.labels import model_names
 
 __all__ = [
     "CLASS_LABELS",
@@ -112,7 +113,7 @@ def subset_label(mask: int, words: Sequence[str], kind: str = "") -> str:
 
 def model_meta(ds) -> pd.DataFrame:
     """One row per model with the registry metadata present in the run (fig. 5–11 groups)."""
-    out = pd.DataFrame({"model": [str(m) for m in ds["model"].values]})
+    out = pd.DataFrame({"model": model_names(ds)})
     for key in META:
         if key in ds.coords and ds[key].dims == ("model",):
             out[key] = ds[key].values
@@ -280,7 +281,7 @@ def order_ips_table(
     n_models, n_orders = values.shape[:2]
     out = pd.DataFrame(
         {
-            "model": np.repeat([str(m) for m in da["model"].values], n_orders),
+            "model": np.repeat(model_names(da), n_orders),
             "order": np.tile([str(o) for o in da["order"].values], n_models),
             "ips": nanmean(values, axis=-1).ravel(),
             "ips_lo": lo.ravel(),
@@ -315,9 +316,7 @@ def output_consistency(ds, shot: int | None = None) -> pd.Series:
 
     per_sample = sample_consistency(ds, shot=shot)
     means = per_sample.mean("sample", skipna=True)
-    return pd.Series(
-        means.values, index=[str(m) for m in means["model"].values], name="output_consistency"
-    )
+    return pd.Series(means.values, index=model_names(means), name="output_consistency")
 
 
 # ----------------------------------------------------------------------------- classes
@@ -352,7 +351,7 @@ def class_table(
     """
     tau = tau_of(ds, tau)
     ds = select_solver(ds, solver)
-    names = [str(m) for m in ds["model"].values]
+    names = model_names(ds)
     rows = []
     for model in models:
         m = names.index(model)
@@ -747,7 +746,7 @@ def matching_error_table(
     Columns ``model, fraction, error, relative, n_games``.
     """
     ds = select_solver(ds, solver)
-    names = [str(m) for m in ds["model"].values]
+    names = model_names(ds)
     n_vars = np.asarray(ds["n_vars"].values)
     rows = []
     for model in models:

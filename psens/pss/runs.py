@@ -41,6 +41,7 @@ from psens.pss.metric import instance_pss
 from psens.pss.verdicts import change_verdict, is_finding
 from psens.settings import run_settings
 from psens.stats import correlation_ci, rank_correlation
+from psens.store.labels import model_names
 
 __all__ = [
     "answer_confidence",
@@ -272,7 +273,7 @@ def summary_lines(ds: xr.Dataset, head: str, notes: Sequence[str] = ()) -> str:
     how many blocks are not done)."""
     table = instance_table(ds)
     lines = [head]
-    for m, name in enumerate(ds["model"].values):
+    for m, name in enumerate(model_names(ds)):
         g = table[table["model"] == str(name)]
         parts = [
             f"{int(shot)}-shot PSS {r['S_i'].mean():.3f} (accuracy {r['accuracy'].mean():.2f}, "

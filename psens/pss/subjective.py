@@ -57,6 +57,7 @@ import pandas as pd
 from psens._runfile import MethodConfig, MethodRun, check_models, method_attrs, say, start, steps
 from psens._validation import check_positive_int, fail
 from psens.config_schema import JUDGE_MODES, check_fields, declare
+from psens.store.labels import model_names
 
 __all__ = [
     "JUDGE_MODES",
@@ -387,7 +388,7 @@ def model_table(ds, *, n_boot: int = 2000, n_perm: int = 2000, ci: float = 0.95,
     from psens.stats import bootstrap_means, percentile_ci, resample_counts
 
     rows = []
-    for m, model in enumerate(ds["model"].values):
+    for m, model in enumerate(model_names(ds)):
         y = ds["score"].values[m].astype(float)
         s = ds["S_i"].values[m].astype(float)
         status = ds["judge_status"].values[m]

@@ -26,6 +26,7 @@ import xarray as xr
 
 from psens._charts import mark_synthetic
 from psens.pss.metric import INSTANCE_DIMS, VARIANT_DIMS, find_dim, pss, variant_disagreement
+from psens.store.labels import model_names
 
 __all__ = ["CANDIDATES", "pss_tables", "sample_dim", "variant_dim"]
 
@@ -106,7 +107,7 @@ def pss_tables(
         scores = scores.sel(shot=shot if shot is not None else scores["shot"].values[0])
     scores = scores.transpose("model", sdim, vdim)
     value, used, skipped = pss(scores, dim=vdim, instance_dim=sdim, return_counts=True)
-    names = [str(m) for m in scores["model"].values]
+    names = model_names(scores)
     by_model = pd.DataFrame(
         {
             "model": names,

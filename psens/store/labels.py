@@ -1,6 +1,7 @@
 r"""The names a run is read under: template pairs by label, interactions by order band,
 format-space templates by their readable ids (part of the run schema, so
-:func:`psens.open_run` applies it; also ``psens.ips.labels``).
+:func:`psens.open_run` applies it; also ``psens.ips.labels``), and its models in order
+(:func:`model_names`, the one way code reads them).
 
 Every run Dataset (:func:`psens.open_run`, :func:`psens.run`, the synthetic runs) goes
 through :func:`label_run`, so these work on all of them::
@@ -33,15 +34,64 @@ from typing import Any
 
 import numpy as np
 
+from psens._validation import fail
 from psens.store.pairs import index_run_pairs
 
-__all__ = ["NO_BAND", "ORDER_BAND", "label_run", "order_band", "order_bands", "order_of_subsets"]
+__all__ = [
+    "NO_BAND",
+    "ORDER_BAND",
+    "label_run",
+    "model_names",
+    "order_band",
+    "order_bands",
+    "order_of_subsets",
+]
 
 #: the coordinate's name (the run's ``order`` is the popcount; the floor's ``band`` dim
 #: holds the same names with "all")
 ORDER_BAND = "order_band"
 #: the band of the empty set and of subsets beyond a sample's ``n``
 NO_BAND = ""
+
+
+def model_names(run: Any) -> list[str]:
+    r"""The model names of a run, in the run's order.
+
+    .. math::
+        \mathrm{model\_names}(run) = [\mathrm{str}(m_0), \dots, \mathrm{str}(m_{M-1})]
+
+    over the ``model`` coordinate :math:`m_0, \dots, m_{M-1}`; the one place that reads it,
+    so every loop over a run's models (tables, charts, widgets, notebooks) names them alike.
+
+    Parameters
+    ----------
+    run : xarray.Dataset or xarray.DataArray
+        A run, a slice of one or a result over models (anything with a ``model``
+        coordinate; a scalar one, left by ``ds.sel(model=...)``, gives one name).
+
+    Returns
+    -------
+    list of str
+        The names, in the order of the ``model`` coordinate.
+
+    References
+    ----------
+    .. [1] Qin et al., ICML 2026; the full reference is in :mod:`psens.ips`.
+
+    Examples
+    --------
+    >>> from psens.synthetic import synthetic_run
+    >>> model_names(synthetic_run(n_samples=1))[:2]
+    ['toy-7b', 'toy-7b-instruct']
+    """
+    coords = getattr(run, "coords", None)
+    if coords is None or "model" not in coords:
+        fail(
+            "model_names",
+            f"a {type(run).__name__} without a model coordinate was given",
+            "Pass a run Dataset (or a result with a model dim)",
+        )
+    return [str(m) for m in np.atleast_1d(np.asarray(coords["model"].values))]
 
 
 def order_of_subsets(size: int) -> np.ndarray:

@@ -54,6 +54,7 @@ from psens.stats import (
     resample_counts,
     sign_flips,
 )
+from psens.store.labels import model_names
 
 __all__ = [
     "FactorResult",
@@ -244,7 +245,7 @@ def _as_pairs(pairs: Any, where: str) -> list[tuple[str, str, str]]:
 
 
 def _present(ds, names: Sequence[str]) -> list[str]:
-    have = set(str(m) for m in ds["model"].values)
+    have = set(model_names(ds))
     return [m for m in names if m in have]
 
 
@@ -302,7 +303,7 @@ def compare_models(
     where = "compare_models"
     _check_settings(n_boot, n_perm, ci, where)
     triples = _as_pairs(pairs, where)
-    have = [str(m) for m in ds["model"].values]
+    have = model_names(ds)
     missing = sorted({m for a, b, _ in triples for m in (a, b) if m not in have})
     if missing:
         fail(
@@ -684,7 +685,7 @@ def few_shot(
     if 0 not in shots or len(shots) < 2:
         fail(where, f"the run has shots {shots}", "Include 0 and at least one k > 0")
     if models is None:
-        models = _present(ds, P.FEW_SHOT_MODELS) or [str(m) for m in ds["model"].values]
+        models = _present(ds, P.FEW_SHOT_MODELS) or model_names(ds)
     have = [str(t) for t in ds["template"].values]
     if templates is not None and tuple(templates) == P.FEW_SHOT_TEMPLATES:
         if not set(templates) <= set(have):

@@ -58,7 +58,7 @@ def sample_consistency(ds, *, shot: int | None = None, templates: Sequence[str] 
     return xr.DataArray(
         out,
         dims=("model", "sample"),
-        coords={"model": pred["model"].values, "sample": pred["sample"].values},
+        coords={"model": pred.indexes["model"], "sample": pred["sample"].values},
         name="consistency",
     )
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from psens._validation import fail
+from psens.store.labels import model_names
 
 __all__ = ["META_COLUMNS", "TUNED_KINDS", "attach_metadata", "model_frame", "select_models"]
 
@@ -44,7 +45,7 @@ def model_frame(ds):
     import pandas as pd
 
     cols = {c: ds[c].values for c in META_COLUMNS if c in ds.coords}
-    return pd.DataFrame(cols, index=pd.Index(ds["model"].values.astype(str), name="model"))
+    return pd.DataFrame(cols, index=pd.Index(model_names(ds), name="model"))
 
 
 def attach_metadata(ds, table=None, *, overwrite: bool = False, strict: bool = False):
@@ -86,7 +87,7 @@ def attach_metadata(ds, table=None, *, overwrite: bool = False, strict: bool = F
     key = table["name"].astype(str).str.lower()
     by_name = table.set_index(key)
     hub = table.set_index(table["hub_id"].astype(str).str.lower()) if "hub_id" in table else None
-    names = [str(m) for m in ds["model"].values]
+    names = model_names(ds)
     rows: list[pd.Series | None] = []
     missing = []
     for name in names:
@@ -174,7 +175,7 @@ def select_models(
     Examples
     --------
     >>> from psens.synthetic import synthetic_run
-    >>> list(select_models(synthetic_run(n_samples=2), kind="base")["model"].values)
+    >>> model_names(select_models(synthetic_run(n_samples=2), kind="base"))
     ['toy-7b']
     """
     frame = model_frame(ds)

@@ -29,6 +29,7 @@ from psens.stats import (
     resample_counts,
     sign_flips,
 )
+from psens.store.labels import model_names
 
 __all__ = ["representation_metrics", "representation_table"]
 
@@ -117,7 +118,7 @@ def representation_table(
         pairs = list(zip(res.pairs["unit_a"], res.pairs["unit_b"], strict=True))
     triples = _as_pairs(pairs, "representation_table")
     ds, vals = _per_sample(ds, tau)
-    names = [str(m) for m in ds["model"].values]
+    names = model_names(ds)
     missing = sorted({m for a, b, _ in triples for m in (a, b) if m not in names})
     if missing:
         fail("representation_table", f"models {missing} are not in the run", "Check pairs")

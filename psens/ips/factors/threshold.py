@@ -25,6 +25,7 @@ from psens._charts import mark_synthetic
 from psens._validation import check_positive_int, fail
 from psens.ips.metric import check_taus, sample_ips
 from psens.stats import bootstrap_means, percentile_ci, rank_agreement, resample_counts
+from psens.store.labels import model_names
 
 __all__ = [
     "PAPER_TAUS",
@@ -83,7 +84,7 @@ def ips_by_threshold(
     k = valid.sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(k > 0, np.nansum(values, axis=-1) / np.maximum(k, 1), np.nan)
-    models = [str(m) for m in ds["model"].values]
+    models = model_names(ds)
     out = pd.DataFrame(
         {
             "model": np.repeat(models, taus.size),
@@ -111,7 +112,7 @@ def _matrix(scores) -> tuple[np.ndarray, list[str], np.ndarray]:
         return wide.to_numpy(float), [str(m) for m in wide.index], wide.columns.to_numpy(float)
     if hasattr(scores, "dims"):
         da = scores.transpose("model", "tau")
-        return da.values.astype(float), [str(m) for m in da["model"].values], da["tau"].values
+        return da.values.astype(float), model_names(da), da["tau"].values
     fail(
         "threshold_agreement",
         f"scores of type {type(scores).__name__}",
