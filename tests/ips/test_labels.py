@@ -69,7 +69,9 @@ def test_runs_written_with_integer_pairs_open_with_labels(run, tmp_path, engine)
     assert "order_band" in ds.coords
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "data" / "runs").glob("*.nc")), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "data" / "runs").glob("*.nc")), ids=lambda p: p.name
+)
 def test_the_shipped_runs_hold_pair_labels_on_disk(path):
     """Sliced by name without psens: ``xarray.open_dataset(FILE).sel(pair="ips1|ips4")``."""
     raw = xr.open_dataset(path)
