@@ -364,6 +364,43 @@ def order_verdicts(head, ds) -> list[str]:
     ]
 
 
+def few_shot_verdicts(claim, ds) -> list[str]:
+    """The few-shot claim (fig. 8: few-shot prompts lower IPS) as measured by
+    :func:`psens.ips.claims.few_shot_claim`: one line per model and k-shot setting (its
+    ΔIPS with CI and p, its verdict, and the answer confound where the model's letter follows
+    the examples'), then the run's verdict — what it pools, and "this run cannot test the
+    claim" when no model is a finding at the shots it compares (``ds`` a
+    :func:`findings_run` run with none), or no row could be tested.
+
+    Parameters
+    ----------
+    claim : pandas.DataFrame
+        :func:`psens.ips.claims.few_shot_claim` of the run.
+    ds : xarray.Dataset
+        The run the verdicts are drawn from (:func:`findings_run`).
+
+    Returns
+    -------
+    list of str
+        The per-model lines, then the verdict sentence (:func:`verdict`).
+    """
+    lines = []
+    for r in claim.itertuples():
+        line = f"  {r.model}: {r.measured} — {r.verdict}"
+        lines.append(line + (f". Confound: {r.caveats}" if r.caveats else ""))
+    tested = [h for h in claim["holds"] if h is not None]
+    holds = all(tested) if tested else None
+    models = ", ".join(dict.fromkeys(str(m) for m in claim["model"]))
+    confounded = list(dict.fromkeys(claim.loc[claim["caveats"] != "", "model"].astype(str)))
+    run = f"few-shot ΔIPS against 0 shots for {models} — {claim.attrs['pools']}"
+    if confounded:
+        run += (
+            f"; {', '.join(confounded)}: the answer follows the few-shot examples, so its "
+            "ΔIPS is the change of the letter it copies"
+        )
+    return [*lines, verdict(run, holds, ds)]
+
+
 def _copies_examples(ds, model: str) -> str:
     """A sentence when ``model``'s answer letter follows the few-shot examples' letter at some
     shot setting of ``ds`` (:func:`psens.ips.verdicts.answer_confound`), else ``""``."""
