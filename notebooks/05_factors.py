@@ -36,7 +36,7 @@ from psens.ips import tables
 from psens.ips.claims import few_shot_claim
 from psens.ips.factors import charts as plots
 from psens.ips.headline import headline_lines, headlines
-from psens.ips.verdicts import findings_across
+from psens.ips.verdicts import findings_models
 from psens.synthetic import TINY_MODELS
 
 pd.set_option("display.precision", 3)
@@ -82,6 +82,7 @@ print("\n".join(headline_lines(head)))
 
 # %%
 fds, note = pw.findings_run(ds, heads)
+print("factor verdicts use the models that are findings at", pw.shots_text(list(heads)))
 print(note or "every model is a finding at every shot setting: all enter the factor verdicts")
 
 # %% [markdown]
@@ -227,7 +228,8 @@ else:
     r4 = attempt("few-shot", lambda: F.few_shot(fds))  # the claim's resamples: 1000, 2000
     # the verdict: every model of the run, alone; "cannot test" unless it is a finding at
     # every shot setting (the models of fds)
-    claim = attempt("few-shot", lambda: few_shot_claim(ds, reasons=findings_across(heads)))
+    why4 = findings_models(ds, heads=heads)  # the rule of fds: a finding at every shot setting
+    claim = attempt("few-shot", lambda: few_shot_claim(ds, reasons=why4))
 if claim is not None:
     print("The paper reports that few-shot prompts lower IPS, most from 0 to 1 shot (fig. 8).")
     print("\n".join(pw.few_shot_verdicts(claim, fds)))

@@ -131,8 +131,7 @@ from psens.ips.verdicts import findings_models
 
 shots_here = [int(s) for s in ds["shot"].values] if "shot" in ds.dims else None
 why = findings_models(ds, shots_here)  # the one rule, at the shots this section uses
-used = ", ".join(f"{k}-shot" for k in shots_here) if shots_here else "the run's shot setting"
-print(f"verdicts for the models that are findings at {used} (findings_models)")
+print("verdicts use the models that are findings at", pw.shots_text(shots_here))
 means = sens["ips"].mean(
     [d for d in sens["ips"].dims if d not in ("model", "solver", "order", "shot")]
 )

@@ -38,6 +38,7 @@ from .notebook import (
     paper_config,
     paper_vs_run,
     registry_models,
+    shots_text,
     show,
     verdict,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "paper_config",
     "paper_vs_run",
     "registry_models",
+    "shots_text",
     "show",
     "subset_label",
     "subset_words",
