@@ -37,6 +37,7 @@ import psens.widgets as pw
 from psens import run_settings
 from psens.ips.charts import order_ips_chart
 from psens.ips.headline import headline_lines
+from psens.ips.verdicts import findings_models
 
 ds = pw.load_run(PSENS_RUN, PSENS_SIZE, tiny=dict(n_samples=6, seed=0))
 if "shot" in ds.dims:  # this notebook looks at the 0-shot setting (notebook 05 at the others)
@@ -82,11 +83,15 @@ order_ips_chart(head, orders=("all", "low", "mid", "high"), title="IPS by order,
 # The paper's mechanism claim is about these bands; the cell gives a verdict only for a model whose IPS is a finding.
 
 # %%
+# the verdict's models: the findings at the shot setting it uses (the one rule of every
+# notebook, psens.ips.verdicts.findings_models)
+why = findings_models(ds, heads=head)
+print("verdicts use the models that are findings at", pw.shots_text([head.attrs["pooled"]["shot"]]))
 print(
     "The paper reports that low-order interactions are the least sensitive and high-order "
     "ones the most (fig. 9)."
 )
-print("\n".join(pw.order_verdicts(head, ds)))
+print("\n".join(pw.order_verdicts(head, ds, reasons=why)))
 
 # %% [markdown]
 # ## The item's strongest interactions under two templates
@@ -118,7 +123,6 @@ pw.show(top[["template", "kind", "words", "normalized"]].round(3), ds)
 import pandas as pd
 
 from psens.datasets import load
-from psens.ips.verdicts import findings
 
 cloze = pw.load_run("data/runs/cloze-arc-easy.nc")
 if "shot" in cloze.dims:  # the cloze run is 0-shot
@@ -136,8 +140,9 @@ pw.show(chosen, cloze)
 # %%
 cloze_head = cloze.psens.headline()
 rows = []
-for formulation, h in {"letters (above)": head, "cloze": cloze_head}.items():
-    why = findings(h)
+runs = {"letters (above)": (ds, head), "cloze": (cloze, cloze_head)}
+for formulation, (run, h) in runs.items():
+    why = findings_models(run, heads=h)  # 0-shot: the one rule, at the shot setting shown
     for r in h[h["order"] == "all"].itertuples():
         verdict = f"not a finding — {why[r.model]}" if why.get(r.model) else "a finding"
         rows.append(

@@ -103,10 +103,13 @@ print(
     "The paper reports that most salient interactions are unstable (opposite sign or a "
     "different effect) whether or not the output changes, and fewer when it does not (fig. 3b)."
 )
-from psens.ips.verdicts import findings
+from psens.ips.verdicts import findings_models
 
 stable = "same sign, similar effect"
-why = findings(ds.psens.headline())  # a model that is not a finding gets no verdict
+# a model that is not a finding at the shot setting shown gets no verdict (the one rule)
+shots = [int(ds["shot"].values[0])] if "shot" in ds.dims else None
+why = findings_models(ds, shots)
+print("verdicts use the models that are findings at", pw.shots_text(shots))
 for model, rows in shares.groupby(level="model"):
     if why.get(str(model)):
         print(pw.verdict(f"{model}: not a finding ({why[str(model)]})", None, ds))

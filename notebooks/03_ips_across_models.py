@@ -56,6 +56,7 @@ ds
 # `psens.ips.ips(ds)` returns per-sample IPS; `psens.ips.aggregate` averages over samples, skipping samples with no salient interaction and saying how many it skipped. Runs with few-shot settings are compared at 0 shots here (notebook 04 and 05 compare the shots). `ds.psens.headline()` adds the CI, the noise floor, accuracy and the caveats — the numbers `psens summary` prints.
 
 # %%
+run = ds  # every shot setting: the chat check below looks at the few-shot answers too
 if "shot" in ds.dims:
     ds = ds.sel(shot=ds["shot"].values[0])
 per_sample = psens.ips.ips(ds, tau=0.1)
@@ -120,10 +121,10 @@ result
 # %% [markdown]
 # ## Is it the model or the prompt?
 #
-# The paper asks every model with raw prompts ending in "Answer:" (fig. 15), instruct models included. An instruct model flagged "majority answer X on N %" may answer one letter because it is asked outside the chat format it was tuned on. The cell below asks the run's first items again (0-shot, template ips1), once as the raw prompt and once through the model's chat template (`psens.models.chat.chat_comparison`), and shows each answer distribution: if the one-letter answering stays with the chat template, it is the model; if it goes, it is the prompt format. It loads the model (SmolLM2-135M-Instruct on the shipped run: a few seconds on a CPU); on a synthetic run it says there is no model to ask.
+# The paper asks every model with raw prompts ending in "Answer:" (fig. 15), instruct models included. An instruct model flagged "majority answer X on N %" may answer one letter because it is asked outside the chat format it was tuned on. The cell below asks the run's first items again (0-shot, template ips1), once as the raw prompt and once through the model's chat template (`psens.models.chat.chat_comparison`), and shows each answer distribution: if the one-letter answering stays with the chat template, it is the model; if it goes, it is the prompt format. It is given the whole run (`run`, every shot setting), so it also says when the model's letter follows the few-shot examples' answers (`psens.ips.verdicts.answer_confound`). It loads the model (SmolLM2-135M-Instruct on the shipped run: a few seconds on a CPU); on a synthetic run it says there is no model to ask.
 
 # %%
-message, asked, asked_chart = pw.chat_check(ds, head)
+message, asked, asked_chart = pw.chat_check(run, head)  # the whole run: 0-shot and few-shot
 print(message)
 asked_chart
 

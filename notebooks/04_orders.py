@@ -39,6 +39,7 @@ import pandas as pd
 
 import psens.widgets as pw
 from psens.ips.headline import headline_lines, headlines
+from psens.ips.verdicts import findings_models
 
 # PSENS_SIZE=full: the paper's MCQ setting (§4.1, table 1), data/examples/paper_table1.toml
 FULL = pw.paper_config("table1")
@@ -66,7 +67,10 @@ print(
     "The paper reports that low-order interactions are the least sensitive and high-order "
     "ones the most (fig. 9)."
 )
-print("\n".join(pw.order_verdicts(head, ds)))
+shot = head.attrs["pooled"]["shot"]  # fig. 9 at one shot setting: its findings (one rule)
+why = findings_models(ds, None if shot is None else [shot], heads=heads)
+print("verdicts use the models that are findings at", pw.shots_text([shot]))
+print("\n".join(pw.order_verdicts(head, ds, reasons=why)))
 
 # %% [markdown]
 # ## Fig. 9 where the models are above chance: the cloze run
@@ -77,7 +81,7 @@ print("\n".join(pw.order_verdicts(head, ds)))
 cloze = pw.load_run("data/runs/cloze-arc-easy.nc")
 cloze_head = next(iter(headlines(cloze).values()))
 print("\n".join(headline_lines(cloze_head)))
-print("\n".join(pw.order_verdicts(cloze_head, cloze)))
+print("\n".join(pw.order_verdicts(cloze_head, cloze, reasons=findings_models(cloze))))
 pw.OrderIPS(cloze)
 
 # %% [markdown]
@@ -102,6 +106,7 @@ FACTORS = {
     "few-shot vs 0-shot": dict(need=dict(shots=True), by="shot", match="none"),
 }
 fds, note = pw.findings_run(ds, heads)  # the models that are findings at every shot setting
+print("factor verdicts use the models that are findings at", pw.shots_text(list(heads)))
 print(note or "every model is a finding at every shot setting: all enter the factor verdicts")
 compare = {}
 for label, spec in FACTORS.items():

@@ -32,11 +32,14 @@ N_BOOT, N_PERM = (200, 500) if PSENS_SIZE != "full" else (1000, 2000)
 TINY = dict(models=F.paper_models(TINY_MODELS), n_samples=12, seed=0)
 FULL = pw.paper_config("table1")  # data/examples/paper_table1.toml
 ds = F.attach_metadata(pw.load_run(PSENS_RUN, PSENS_SIZE, tiny=TINY, full=FULL))
-if "shot" in ds.dims:
-    ds = ds.sel(shot=ds["shot"].values[0])  # the template kinds at 0 shots
+SHOTS = [int(ds["shot"].values[0])] if "shot" in ds.dims else None  # the kinds at 0 shots
+# The verdicts use only the models whose IPS is a finding at the shot setting they use (the
+# one rule, psens.ips.verdicts.findings_models)
+fds, note = pw.findings_run(ds, shots=SHOTS)
+if SHOTS:
+    ds, fds = ds.sel(shot=SHOTS[0]), fds.sel(shot=SHOTS[0])
 print(pw.describe(ds))
-# The verdicts use only the models whose IPS is a finding (psens.ips.verdicts.findings)
-fds, note = pw.findings_run(ds)
+print("verdicts use the models that are findings at", pw.shots_text(SHOTS))
 print(note or "every model is a finding: all enter the verdicts")
 
 # %% [markdown]

@@ -28,7 +28,8 @@ import pandas as pd
 import psens.widgets as pw
 from psens import run_settings
 from psens.ips import sample_ips, solver_sensitivity, solver_table
-from psens.ips.floor import PRECISION_SIGMA, floor_test, noise_floor, run_floor
+from psens.ips.floor import PRECISION_SIGMA, floor_test, floor_test_line, run_floor
+from psens.ips.headline import headline
 from psens.store.labels import model_names
 
 TINY = PSENS_SIZE != "full"
@@ -58,14 +59,14 @@ table = solver_table(sens)
 table.round(3)
 
 # %%
-long = (
-    sens["ips"]
-    .mean([d for d in sens["ips"].dims if d not in ("model", "solver", "order")], skipna=True)
-    .to_dataframe()
-    .reset_index()
-)
-pooled = ", ".join(d for d in sens["ips"].dims if d not in ("model", "solver", "order"))
-title = f"IPS by model, solver and order (mean over {pooled}) — {SOURCE}"
+ips_first = sens["ips"]  # the first shot setting, as the headline: shots are never pooled
+SHOT = "one shot setting"
+if "shot" in ips_first.dims:
+    SHOT = f"{int(ips_first['shot'].values[0])}-shot"
+    ips_first = ips_first.isel(shot=0)
+pooled = ", ".join(d for d in ips_first.dims if d not in ("model", "solver", "order"))
+long = ips_first.mean(pooled.split(", "), skipna=True).to_dataframe().reset_index()
+title = f"IPS by model, solver and order, {SHOT} (mean over {pooled}) — {SOURCE}"
 chart = (
     alt.Chart(long, title=title)
     .mark_bar()
@@ -84,9 +85,11 @@ pw.label_synthetic(chart, ds)
 # %% [markdown]
 # ## 2 · The noise floor
 #
-# `run_floor` decomposes each game and the same game plus Gaussian noise of σ (the measured mean change of $v$ when scoring in float16 or bfloat16, `PRECISION_SIGMA`), and computes IPS between the two as if they were two templates. `floor_test` then asks, per model and order band, whether template IPS exceeds that floor (paired sign-flip permutation test over samples, bootstrap CI of the difference, effect size $d_z$). A run made with `noise_floor = "bfloat16"` (such as the shipped run) also has the *measured* floor: every masked prompt scored again with the model in bfloat16, and the IPS between the two scorings.
+# `run_floor` decomposes each game and the same game plus Gaussian noise of σ (the measured mean change of $v$ when scoring in float16 or bfloat16, `PRECISION_SIGMA`), and computes IPS between the two as if they were two templates. `floor_test` then asks, per model and order band, whether template IPS exceeds that floor (paired sign-flip permutation test over samples, bootstrap CI of the difference, effect size $d_z$), at the first shot setting. A run made with `noise_floor = "bfloat16"` (such as the shipped run) also has the *measured* floor: every masked prompt scored again with the model in bfloat16, and the IPS between the two scorings; its row is the headline's (`headline(ds)`, the numbers `psens summary` prints). Every row gets the one rule of the headline (`psens.ips.floor.exceeds_floor`): above the floor when the lower end of the CI of IPS − floor is above 0 *and* the sign-flip test rejects, with the headline's resamples (1000 bootstrap, 2000 sign flips, seed 0), so the measured row's p is the one `psens summary` prints.
 
 # %%
+head = headline(ds)  # the first shot setting: psens summary's numbers and its floor test
+n_boot = 1000  # the headline's default: 1000 bootstrap resamples, 2 × 1000 sign flips
 per_sample = sample_ips(ds, run_settings(ds).tau, orders=("all", "low", "mid", "high"))
 if "shot" in per_sample.dims:
     per_sample = per_sample.isel(shot=0)
@@ -95,27 +98,27 @@ for name, sigma in PRECISION_SIGMA.items():
     floor = run_floor(ds, sigma, draws=DRAWS)
     if "shot" in floor.dims:
         floor = floor.isel(shot=0)
-    rows.append(floor_test(per_sample, floor, n_perm=999, n_boot=500).assign(noise=name))
-if "floor" in ds:  # the run scored every prompt again in half precision: the measured floor
-    floor = noise_floor(ds, kind="measured")
-    if "shot" in floor.dims:
-        floor = floor.isel(shot=0)
-    name = f"measured ({ds.attrs.get('noise_floor', 'half precision')})"
-    rows.append(floor_test(per_sample, floor, n_perm=999, n_boot=500).assign(noise=name))
+    test = floor_test(per_sample, floor, n_boot=n_boot, n_perm=2 * n_boot)
+    rows.append(test.assign(noise=f"simulated {name} (σ = {sigma})"))
+if head["floor_kind"].eq("measured").all():  # the run scored every prompt in half precision
+    cols = ["model", "order", "ips", "floor", "diff", "diff_lo", "diff_hi", "effect_size"]
+    measured = head[[*cols, "p_value", "exceeds", "n_paired"]].rename(columns={"n_paired": "n"})
+    rows.append(measured.assign(noise=f"measured ({head.attrs['floor']}; the headline)"))
 floors = pd.concat(rows, ignore_index=True)
+print(f"IPS of {head.attrs['pools']}:")
 for row in floors[floors["order"] == "all"].itertuples():
-    if row.exceeds:
-        verdict = "exceeds the floor"
+    if row.exceeds:  # the headline's rule: CI lower end above 0 and p < 0.05
+        verdict = "above the floor"
     elif row.diff > 0:  # a sign-flip test over n samples cannot give p below 2 / 2**n
         verdict = (
-            f"above the floor, not significantly (with n = {row.n} samples the smallest "
-            f"possible p is {2 / 2**row.n:.3f})"
+            "not above the floor: the CI of IPS − floor reaches 0 or p ≥ 0.05 (with "
+            f"n = {row.n} samples the smallest possible p is {2 / 2**row.n:.3f})"
         )
     else:
         verdict = "NOT above the floor: this IPS is within numerical noise"
     print(
         f"{row.model}, floor {row.noise}: IPS {row.ips:.3f} vs floor {row.floor:.3f} → "
-        f"{verdict} (IPS − floor {row.diff:+.3f}, p = {row.p_value:.3f})"
+        f"{verdict} ({floor_test_line(row._asdict())})"
     )
 floors.round(3)
 
@@ -128,7 +131,8 @@ floors.round(3)
 from psens.ips.verdicts import findings_models
 
 shots_here = [int(s) for s in ds["shot"].values] if "shot" in ds.dims else None
-why = findings_models(ds, shots_here, n_boot=200)
+why = findings_models(ds, shots_here)  # the one rule, at the shots this section uses
+print("verdicts use the models that are findings at", pw.shots_text(shots_here))
 means = sens["ips"].mean(
     [d for d in sens["ips"].dims if d not in ("model", "solver", "order", "shot")]
 )

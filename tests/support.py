@@ -27,6 +27,29 @@ from psens.datasets import Item
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def notebook_cells(name: str) -> list[str]:
+    """The code cells of ``notebooks/<name>.py`` (py:percent), in notebook order."""
+    text = (ROOT / "notebooks" / f"{name}.py").read_text()
+    cells = text.split("\n# %%")
+    return [c.split("\n", 1)[1] for c in cells[1:] if not c.startswith(" [markdown]")]
+
+
+def run_notebook_cells(name: str, scope: dict, *markers: str) -> dict:
+    """Execute, in notebook order, each code cell of ``notebooks/<name>.py`` that contains
+    one of ``markers`` (every marker must pick a cell), in ``scope``; returns ``scope``.
+
+    So a test runs a notebook's own code path (its slicing, its calls) on a run, without
+    the widget cells around it.
+    """
+    cells = notebook_cells(name)
+    picked = [c for c in cells if any(m in c for m in markers)]
+    for m in markers:
+        assert any(m in c for c in picked), f"notebook {name} has no cell with {m!r}"
+    for cell in picked:
+        exec(compile(cell, f"notebooks/{name}.py", "exec"), scope)
+    return scope
+
+
 def git_checkout(folder: Path, notebooks: list[str]) -> Path:
     """A git repository in ``folder`` tracking copies of ``notebooks/<name>.{ipynb,py}`` and
     ``jupytext.toml`` and ``.gitignore`` (committed: ``git status --porcelain`` is empty);

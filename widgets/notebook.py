@@ -334,6 +334,14 @@ def findings_run(ds, head=None, *, shots=None) -> tuple[Any, str]:
     return out, note
 
 
+def shots_text(shots) -> str:
+    """The shot settings a verdict uses, in words: ``[0, 1, 3]`` → ``"0-shot, 1-shot,
+    3-shot"``; ``None`` (or ``[None]``: a run without a ``shot`` dim) → ``"the run's one shot
+    setting"``."""
+    ks = [int(k) for k in (shots or []) if k is not None]
+    return ", ".join(f"{k}-shot" for k in ks) if ks else "the run's one shot setting"
+
+
 def verdict(run: str, holds: bool | None, ds=None) -> str:
     """``"This run: <run> — the paper's claim holds here."`` (``holds`` True), "does not
     hold here" (False) or "this run cannot test the claim" (None, and always on a run of
@@ -346,23 +354,62 @@ def verdict(run: str, holds: bool | None, ds=None) -> str:
     return claim_text(run, holds, synthetic=ds is not None and is_synthetic(ds))
 
 
-def order_verdicts(head, ds) -> list[str]:
+def order_verdicts(head, ds, reasons: dict[str, str] | None = None) -> list[str]:
     """The fig. 9 claim (high > low, mid > low) for every model of a headline
     (:func:`psens.ips.headline.headline`) as measured by :func:`psens.ips.claims.order_claim`:
     the per-item band difference with its bootstrap CI and sign-flip p, and its verdict
     (:func:`psens.stats.is_finding`); "cannot test" for a model that is not a finding
-    (:func:`psens.ips.verdicts.findings`). One line per model and contrast, "This synthetic
-    run" on a synthetic run."""
+    (``reasons``, default :func:`psens.ips.verdicts.findings_models` at the headline's shot
+    setting). One line per model and contrast, "This synthetic run" on a synthetic run."""
     from psens.ips.claims import order_claim
-    from psens.ips.verdicts import findings
+    from psens.ips.verdicts import findings_models
 
-    rows = order_claim(ds, shot=head.attrs["pooled"]["shot"], reasons=findings(head))
+    if reasons is None:
+        reasons = findings_models(ds, heads=head)
+    rows = order_claim(ds, shot=head.attrs["pooled"]["shot"], reasons=reasons)
     who = "This synthetic run" if is_synthetic(ds) else "This run"
     return [
         f"{who}: {r.model}: {r.band} {r.ips_band:.3f} vs {r.base} {r.ips_base:.3f}, "
         f"{r.measured} — {r.verdict}."
         for r in rows.itertuples()
     ]
+
+
+def few_shot_verdicts(claim, ds) -> list[str]:
+    """The few-shot claim (fig. 8: few-shot prompts lower IPS) as measured by
+    :func:`psens.ips.claims.few_shot_claim`: one line per model and k-shot setting (its
+    ΔIPS with CI and p, its verdict, and the answer confound where the model's letter follows
+    the examples'), then the run's verdict — what it pools, and "this run cannot test the
+    claim" when no model is a finding at the shots it compares (``ds`` a
+    :func:`findings_run` run with none), or no row could be tested.
+
+    Parameters
+    ----------
+    claim : pandas.DataFrame
+        :func:`psens.ips.claims.few_shot_claim` of the run.
+    ds : xarray.Dataset
+        The run the verdicts are drawn from (:func:`findings_run`).
+
+    Returns
+    -------
+    list of str
+        The per-model lines, then the verdict sentence (:func:`verdict`).
+    """
+    lines = []
+    for r in claim.itertuples():
+        line = f"  {r.model}: {r.measured} — {r.verdict}"
+        lines.append(line + (f". Confound: {r.caveats}" if r.caveats else ""))
+    tested = [h for h in claim["holds"] if h is not None]
+    holds = all(tested) if tested else None
+    models = ", ".join(dict.fromkeys(str(m) for m in claim["model"]))
+    confounded = list(dict.fromkeys(claim.loc[claim["caveats"] != "", "model"].astype(str)))
+    run = f"few-shot ΔIPS against 0 shots for {models} — {claim.attrs['pools']}"
+    if confounded:
+        run += (
+            f"; {', '.join(confounded)}: the answer follows the few-shot examples, so its "
+            "ΔIPS is the change of the letter it copies"
+        )
+    return [*lines, verdict(run, holds, ds)]
 
 
 def _copies_examples(ds, model: str) -> str:

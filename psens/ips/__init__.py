@@ -10,7 +10,9 @@ The numerical core (AND-OR interactions, Möbius transforms, the γ split of eq.
 * :mod:`psens.ips.claims` — the papers' claims as measured quantities with CIs and one
   verdict rule: :func:`order_claim` (fig. 9: high-order interactions more sensitive than
   low-order), :func:`same_answer_claim` (§1: unstable interactions when the answer stays the
-  same), :func:`accuracy_relation` (item IPS vs accuracy, beside ProSA's claim);
+  same), :func:`accuracy_relation` (item IPS vs accuracy, beside ProSA's claim),
+  :func:`few_shot_claim` (fig. 8: few-shot prompts lower IPS, per model, with the answer
+  confound);
 * :mod:`psens.ips.floor` — the noise floor: IPS between two scorings of the same prompt
   (precision, jitter) and a per-model test of template IPS against it;
 * :mod:`psens.ips.solvers` — how IPS moves with the AND-OR solver (canonical, exact, SGD,
@@ -37,7 +39,7 @@ References
 import sys as _sys
 
 from psens.ips import accessor, claims, factors, floor, solvers, tables
-from psens.ips.claims import accuracy_relation, order_claim, same_answer_claim
+from psens.ips.claims import accuracy_relation, few_shot_claim, order_claim, same_answer_claim
 from psens.ips.metric import (
     CLASSES,
     ORDER_LEVELS,
@@ -81,6 +83,7 @@ __all__ = [
     "claims",
     "class_shares",
     "factors",
+    "few_shot_claim",
     "floor",
     "interaction_classes",
     "ips",

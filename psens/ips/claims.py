@@ -21,6 +21,13 @@ cannot be tested.
 
   over the items where both bands are defined; :math:`\bar d` with its bootstrap CI and the
   two-sided sign-flip p-value (:func:`psens.stats.paired_test`).
+* :func:`few_shot_claim` — fig. 8 of [1]_: few-shot prompts lower IPS. Per model and
+  :math:`k > 0`, the relative change :math:`\Delta\mathrm{IPS} = (\mathrm{IPS}_k -
+  \mathrm{IPS}_0) / \mathrm{IPS}_0` of the model's IPS over its items (templates 1 and 4, as
+  the paper; :func:`psens.ips.factors.few_shot` with that one model), its bootstrap CI over
+  items and the paired sign-flip p. Models are never averaged together, and a model whose
+  answer letter follows the few-shot examples (:func:`psens.ips.verdicts.answer_confound`)
+  says so in ``caveats``: its ΔIPS is the change of the letter it copies.
 * :func:`same_answer_claim` — §1 and fig. 1 of [1]_: unstable interactions exist even when
   the model's output stays the same. For template pairs :math:`(T, \hat T)` of item
   :math:`x` whose predictions agree (set :math:`A`), the excess of pair IPS over the noise
@@ -81,6 +88,7 @@ __all__ = [
     "CANNOT_TEST",
     "ORDER_CLAIMS",
     "accuracy_relation",
+    "few_shot_claim",
     "order_claim",
     "same_answer_claim",
 ]
@@ -92,6 +100,9 @@ ORDER_CLAIMS: tuple[tuple[str, str, str, str], ...] = (
     ("high − low", "high", "low", "the paper: high > low (fig. 9)"),
     ("mid − low", "mid", "low", "the paper: mid > low (fig. 9)"),
 )
+FEW_SHOT = "the paper: few-shot prompts lower IPS, most from 0 to 1 shot (fig. 8)"
+#: ``change_verdict`` words of the few-shot claim: a CI below 0 supports it.
+LOWERS = ("the claim does not hold here (the opposite)", "the claim holds here")
 SAME_ANSWER = "the paper: IPS above the noise floor when the answer stays the same (§1, fig. 1)"
 ACCURACY = (
     "ProSA (Zhuo et al., 2024): more accurate → less sensitive (its PSS); "
@@ -264,6 +275,152 @@ def order_claim(
                 }
             )
     return _finish(rows, run, tau=tau, ci=ci)
+
+
+def _pct(x: float) -> str:
+    """``-0.0734`` → ``"−7.3"`` (a percentage with a true minus sign)."""
+    return f"{100 * float(x):.1f}".replace("-", "−") if np.isfinite(float(x)) else "n/a"
+
+
+def _confound_words(conf: pd.DataFrame, model: str, shot: int) -> str:
+    """``"answer follows the few-shot examples: C on 98 % at 1 shot (examples answer C)"``
+    when ``model``'s letter follows the examples' at ``shot`` (:func:`answer_confound`)."""
+    from psens.ips.headline import FOLLOWS_EXAMPLES
+
+    rows = conf[(conf["model"] == model) & (conf["shot"] == shot) & conf["follows_examples"]]
+    return "; ".join(
+        f"{FOLLOWS_EXAMPLES}: {r.majority_answer} on {100 * r.majority_share:.0f} % at {shot} "
+        f"shot{'s' if shot != 1 else ''} (examples answer {', '.join(r.examples)}) — its "
+        "ΔIPS is the change of the letter it copies"
+        for r in rows.itertuples()
+    )
+
+
+def few_shot_claim(
+    ds,
+    *,
+    templates: Any = "paper",
+    tau: float | None = None,
+    n_boot: int = 1000,
+    n_perm: int = 2000,
+    ci: float = 0.95,
+    seed: int = 0,
+    reasons: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    r"""Fig. 8 of [1]_ as a measurement: per model and k-shot setting, the relative change of
+    the model's IPS against 0 shots, with a bootstrap CI over items and a paired sign-flip p.
+
+    For each model (alone: models are never averaged) and each :math:`k > 0` of the run's
+    ``shot`` dim, :func:`psens.ips.factors.few_shot` with that one model gives
+    :math:`\Delta\mathrm{IPS} = (\overline{\mathrm{IPS}}_k - \overline{\mathrm{IPS}}_0) /
+    \overline{\mathrm{IPS}}_0` over the model's items (pooled: the mean over items of the
+    per-item IPS of the templates' pairs), its percentile bootstrap CI (items resampled) and
+    the two-sided sign-flip p of the per-item differences. The claim holds for a model when
+    the CI lies below 0 and ``p < 0.05`` (:func:`psens.stats.is_finding`).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run with a ``shot`` dim that has 0 and some :math:`k > 0`.
+    templates : sequence of str or None or "paper", optional
+        Templates whose pairs enter IPS: ``"paper"`` (default) the paper's templates 1 and 4
+        (appendix E.6; all of the run's when it lacks them), None all of the run's.
+    tau : float, optional
+        Salience threshold (default: the run's, :func:`psens.settings.run_settings`).
+    n_boot, n_perm, ci, seed
+        Bootstrap resamples, sign flips, CI level and seed.
+    reasons : mapping, optional
+        Per model why its IPS is not a finding (``""``: it is), for every row. Default: per
+        k, :func:`psens.ips.verdicts.findings_models` at 0 and k shots — a model enters the
+        (k, 0) comparison only when it is a finding at both.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model × k: ``model, shot, contrast, ips_shot, ips_zero, diff,
+        rel_change, lo, hi, p_value, n, claim, measured, caveats, verdict, holds`` (``lo``,
+        ``hi``: the CI of ``rel_change``; ``caveats``: the answer confound at k shots, ``""``
+        when there is none); ``attrs``: ``tau``, ``ci``, ``templates``, ``pools`` (what one
+        row pools, in words).
+
+    References
+    ----------
+    .. [1] Qin, R., Wang, Q., Wang, T., Wei, Z., and Shen, W. "Evaluating and Explaining
+       Prompt Sensitivity of LLMs Using Interactions." Proceedings of the 43rd International
+       Conference on Machine Learning (ICML), PMLR 306, 2026. arXiv:2608.18539.
+    """
+    from psens.ips.factors import few_shot
+    from psens.ips.factors.pairings import FEW_SHOT_TEMPLATES
+    from psens.ips.headline import headlines
+    from psens.ips.verdicts import answer_confound, findings_across
+
+    where = "few_shot_claim"
+    check_positive_int(n_boot, where, "n_boot")
+    check_positive_int(n_perm, where, "n_perm")
+    check_in_interval(ci, where, "ci", 0.0, 1.0)
+    if "shot" not in getattr(ds, "dims", ()):
+        fail(where, "the run has no shot dim", "Make the run with shots=[0, 1, 3]")
+    shots = [int(k) for k in ds["shot"].values]
+    if 0 not in shots or len(shots) < 2:
+        fail(where, f"the run has shots {shots}", "Include 0 and at least one k > 0")
+    if isinstance(templates, str) and templates == "paper":
+        templates = FEW_SHOT_TEMPLATES
+    tau = float(tau_of(ds, tau))
+    heads = headlines(ds, tau=tau) if reasons is None else {}
+    conf = answer_confound(ds)
+    rows = []
+    for model in (str(m) for m in ds["model"].values):
+        res = few_shot(
+            ds,
+            [model],
+            templates=templates,
+            tau=tau,
+            n_boot=n_boot,
+            n_perm=n_perm,
+            ci=ci,
+            seed=seed,
+        )
+        used = res.settings["templates"]
+        pairs = res.pairs[res.pairs["order"] == "all"].set_index("group")
+        summary = res.summary[res.summary["order"] == "all"].set_index("group")
+        for k in (k for k in shots if k > 0):
+            why = (
+                {str(m): str(v or "") for m, v in reasons.items()}
+                if reasons is not None
+                else findings_across({0: heads[0], k: heads[k]})
+            )
+            s, pr = summary.loc[f"{k}-shot"], pairs.loc[f"{k}-shot"]
+            rel, lo, hi, p = (float(s[c]) for c in ("rel_change", "rel_lo", "rel_hi", "p_value"))
+            verdict, holds = _verdict(model, why, lo, hi, p, words=LOWERS)
+            if holds is not None:
+                holds = bool(is_finding(lo, hi, p)) and hi < 0
+            n = int(pr["n_samples"])
+            rows.append(
+                {
+                    "model": model,
+                    "shot": k,
+                    "contrast": f"{k}-shot vs 0-shot",
+                    "ips_shot": float(pr["ips_a"]),
+                    "ips_zero": float(pr["ips_b"]),
+                    "diff": float(s["diff"]),
+                    "rel_change": rel,
+                    "lo": lo,
+                    "hi": hi,
+                    "p_value": p,
+                    "n": n,
+                    "claim": FEW_SHOT,
+                    "measured": f"{k}-shot {_pct(rel)} % ({_pct(lo)} … {_pct(hi)} %, "
+                    f"p = {_num(p)}), {n} items",
+                    "caveats": _confound_words(conf, model, k),
+                    "verdict": verdict,
+                    "holds": holds,
+                }
+            )
+    pools = (
+        f"one model at a time, templates {', '.join(used)}, its items pooled; models are "
+        "never averaged together"
+    )
+    return _finish(rows, ds, tau=tau, ci=ci, templates=list(used), pools=pools)
 
 
 def _pair_floor(ds, tau: float) -> np.ndarray:

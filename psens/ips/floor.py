@@ -25,7 +25,8 @@ not exceed the floor says nothing about the model.
   jitter floor; ``attrs["kind"]`` says which;
 * :func:`floor_test` — per model, whether template IPS exceeds the floor: a paired
   sign-flip permutation test over samples, the mean difference with its bootstrap CI and the
-  paired effect size :math:`d_z = \overline{\Delta} / s_\Delta`.
+  paired effect size :math:`d_z = \overline{\Delta} / s_\Delta`; its ``exceeds`` is
+  :func:`exceeds_floor`, the one rule of the headline's ``above_floor``.
 
 References
 ----------
@@ -45,7 +46,9 @@ from psens.ips.metric import ORDER_LEVELS, ips, nanmean
 from psens.settings import DEFAULT_NORMALIZATION, DEFAULT_SOLVER, DEFAULT_TAU, run_settings, tau_of
 
 __all__ = [
+    "FLOOR_ALPHA",
     "PRECISION_SIGMA",
+    "exceeds_floor",
     "floor_bands",
     "floor_between",
     "floor_label",
@@ -60,6 +63,37 @@ __all__ = [
 #: precision instead of float32 (CPU, n = 8, 2 items × 5 templates; ``make bench`` measures
 #: the bfloat16 figure again): a σ for :func:`jitter_floor` when a run was scored once.
 PRECISION_SIGMA: dict[str, float] = {"float16": 0.011, "bfloat16": 0.09}
+#: the level of the paired floor test an IPS must pass to be above its floor
+FLOOR_ALPHA = 0.05
+
+
+def exceeds_floor(diff_lo: Any, p_value: Any) -> np.ndarray:
+    """Is an IPS above its noise floor? The one rule of every surface (the headline's
+    ``above_floor``, :func:`floor_test`'s ``exceeds``): the lower end of the CI of
+    IPS − floor is above 0 *and* the paired sign-flip p is below :data:`FLOOR_ALPHA` (with
+    few items a CI can exclude 0 where the test cannot go below :math:`2/2^n`).
+
+    Parameters
+    ----------
+    diff_lo : array_like
+        Lower end of the bootstrap CI of IPS − floor.
+    p_value : array_like
+        Paired sign-flip p-value of IPS − floor.
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean, the broadcast shape of the inputs (NaN gives False).
+
+    Examples
+    --------
+    >>> exceeds_floor([0.1, 0.1, -0.1], [0.01, 0.2, 0.01]).tolist()
+    [True, False, False]
+    """
+    lo = np.asarray(diff_lo, dtype=float)
+    p = np.asarray(p_value, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return (lo > 0) & (p < FLOOR_ALPHA)
 
 
 def _order_arg(order: str | None) -> str | None:
@@ -407,9 +441,10 @@ def floor_test(
     pandas.DataFrame
         One row per model [× order]: ``ips``, ``floor``, ``diff`` with ``diff_lo``/``diff_hi``
         (percentile bootstrap), ``effect_size`` (:math:`d_z`), ``p_value`` (two-sided
-        sign-flip permutation), ``n`` (paired samples), ``exceeds`` (``p < 1 − ci`` and
-        ``diff > 0``), ``floor_kind`` (``"measured"``, ``"jitter"``; the floor's ``kind``
-        attr, ``""`` when it has none).
+        sign-flip permutation), ``n`` (paired samples), ``exceeds``
+        (:func:`exceeds_floor`: ``diff_lo > 0`` and ``p_value <`` :data:`FLOOR_ALPHA`, the
+        headline's ``above_floor``), ``floor_kind`` (``"measured"``, ``"jitter"``; the
+        floor's ``kind`` attr, ``""`` when it has none).
     """
     import pandas as pd
     import xarray as xr
@@ -443,7 +478,7 @@ def floor_test(
         },
         index=index,
     ).reset_index()
-    frame["exceeds"] = (frame["p_value"] < 1 - ci) & (frame["diff"] > 0)
+    frame["exceeds"] = exceeds_floor(frame["diff_lo"], frame["p_value"])
     frame["floor_kind"] = str(floor_values.attrs.get("kind", ""))
     return frame
 

@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from psens._charts import is_synthetic, mark_synthetic
+from psens.ips.floor import FLOOR_ALPHA, exceeds_floor
 from psens.ips.metric import ORDER_LEVELS, block_status
 from psens.settings import run_config, run_settings, tau_of
 from psens.stats import majority_answer
@@ -53,6 +54,7 @@ from psens.store import DONE
 from psens.store.labels import model_names
 
 __all__ = [
+    "FLOOR_ALPHA",
     "FOLLOWS_EXAMPLES",
     "MAJORITY_SHARE",
     "NOT_ABOVE_FLOOR",
@@ -70,8 +72,6 @@ MAJORITY_SHARE = 0.8
 #: The caveat of a model whose IPS is not above its noise floor.
 NOT_ABOVE_FLOOR = "not above the noise floor"
 BELOW_CHANCE = "accuracy at or below chance"
-#: the level of the paired floor test a model's IPS must pass to be above its floor
-FLOOR_ALPHA = 0.05
 
 _OPTION = re.compile(r"^\s*\(?[A-Z][.):]", flags=re.M)
 
@@ -360,7 +360,7 @@ def _headline(ds, shot, tau, per_sample, floor, *, n_boot, ci, seed) -> pd.DataF
     )
     # above the floor: the CI of IPS − floor excludes 0 *and* the paired test agrees
     # (with few items a CI can exclude 0 where the sign-flip p cannot go below 2 / 2^n)
-    table["above_floor"] = (table["diff_lo"] > 0) & (table["p_value"] < FLOOR_ALPHA)
+    table["above_floor"] = exceeds_floor(table["diff_lo"], table["p_value"])
     answers = _answers(ds, shot)
     answers["chance"] = chance_level(ds, shot)
     answers["output_consistency"] = (

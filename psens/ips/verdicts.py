@@ -58,18 +58,50 @@ def findings(head: pd.DataFrame) -> dict[str, str]:
     return {str(m): str(c or "") for m, c in zip(rows["model"], rows["caveats"], strict=True)}
 
 
-def findings_models(ds, shots: Sequence[int] | None = None, **headline_kw: Any) -> dict[str, str]:
+def findings_models(
+    ds, shots: Sequence[int] | None = None, *, heads: Any = None, **headline_kw: Any
+) -> dict[str, str]:
     """Per model: ``""`` when it is a finding at every shot setting of ``shots``, else why not.
 
-    ``shots`` default: the run's first shot setting (or none for a run without a ``shot``
-    dim). A factor verdict comparing shot settings passes all of them, so a model that
-    copies the examples' letter at k shots is left out of the few-shot verdict.
+    The one rule every verdict takes its models from: a model enters a verdict only when its
+    IPS is a finding (:func:`findings`) at each shot setting whose numbers the verdict uses.
+    A verdict at one shot setting (the order claim, the template kinds) passes that one; a
+    factor verdict comparing shot settings passes all of them, so a model that copies the
+    examples' letter at k shots is left out of the few-shot verdict.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run.
+    shots : sequence of int, optional
+        The shot settings. Default: the run's first (none for a run without a ``shot`` dim);
+        with ``heads``, every headline given.
+    heads : pandas.DataFrame or dict, optional
+        Headlines already computed (:func:`psens.ips.headline.headline`, or
+        :func:`psens.ips.headline.headlines` keyed by shot), used instead of computing them.
+    **headline_kw
+        Passed to :func:`psens.ips.headline.headlines` when ``heads`` is not given.
+
+    Returns
+    -------
+    dict
+        Model → ``""`` or its reasons (per shot setting when there are several).
     """
+    from psens._validation import fail
     from psens.ips.headline import headlines
 
-    if "shot" in ds.dims and shots is None:
-        shots = [int(ds["shot"].values[0])]
-    return findings_across(headlines(ds, shots=shots, **headline_kw))
+    if heads is None:
+        if "shot" in ds.dims and shots is None:
+            shots = [int(ds["shot"].values[0])]
+        return findings_across(headlines(ds, shots=shots, **headline_kw))
+    if isinstance(heads, pd.DataFrame):
+        heads = {heads.attrs.get("pooled", {}).get("shot"): heads}
+    if shots is not None:
+        missing = [k for k in shots if k not in heads]
+        if missing:
+            fail("findings_models", f"no headline at shot {missing[0]}", f"Pass {list(heads)}")
+        heads = {k: heads[k] for k in shots}
+    return findings_across(heads)
 
 
 def findings_across(heads: dict) -> dict[str, str]:

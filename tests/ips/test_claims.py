@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy.stats import rankdata
 
-from psens.ips import accuracy_relation, order_claim, same_answer_claim
+from psens.ips import accuracy_relation, few_shot_claim, order_claim, same_answer_claim
 from psens.ips.claims import CANNOT_TEST
 from psens.ips.floor import noise_floor
 from psens.ips.headline import headline
@@ -222,3 +222,41 @@ def test_bad_input_fails_with_one_line(fn):
     assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match="shot = 1 is not in the run"):
         fn(synthetic_run(MODELS, n_samples=3, templates=TEMPLATES[:3]), shot=1)
+
+
+def test_few_shot_claim_is_each_models_change_alone():
+    """Per model and k: F.few_shot with that one model (never an average over models), a
+    verdict by is_finding with a CI below 0 supporting the claim, "cannot test" otherwise."""
+    import psens.ips.factors as F
+
+    ds = synthetic_run(MODELS, n_samples=5, templates=TEMPLATES, shots=(0, 1, 3), seed=1)
+    got = few_shot_claim(ds, n_boot=N_BOOT, n_perm=N_PERM, seed=SEED, reasons=_all_findings(ds))
+    assert list(zip(got["model"], got["shot"], strict=True)) == [
+        (m, k) for m in MODELS for k in (1, 3)
+    ]
+    assert got.attrs["templates"] == ["ips1", "ips4"]
+    assert "never averaged together" in got.attrs["pools"]
+    for model in MODELS:
+        alone = F.few_shot(ds, [model], n_boot=N_BOOT, n_perm=N_PERM, seed=SEED).summary
+        alone = alone[alone["order"] == "all"].set_index("group")
+        rows = got[got["model"] == model].set_index("shot")
+        for k in (1, 3):
+            s, r = alone.loc[f"{k}-shot"], rows.loc[k]
+            assert (r.rel_change, r.lo, r.hi, r.p_value) == (
+                s.rel_change,
+                s.rel_lo,
+                s.rel_hi,
+                s.p_value,
+            )
+            lowers = bool(is_finding(r.lo, r.hi, r.p_value)) and r.hi < 0
+            assert r.holds is lowers
+            assert r.verdict.endswith("not a finding") != is_finding(r.lo, r.hi, r.p_value)
+            if lowers:
+                assert r.verdict.startswith("the claim holds here")
+    why = {"wobbly": "not above the noise floor", "steady": ""}
+    blocked = few_shot_claim(ds, n_boot=50, n_perm=50, reasons=why)
+    w = blocked[blocked["model"] == "wobbly"]
+    assert w["holds"].isna().all()
+    assert (w["verdict"] == f"{CANNOT_TEST}: not above the noise floor").all()
+    with pytest.raises(ValueError, match="few_shot_claim: the run has no shot dim"):
+        few_shot_claim(synthetic_run(MODELS, n_samples=3, templates=TEMPLATES))

@@ -128,3 +128,44 @@ def test_claim_text_has_three_outcomes():
     assert claim_text("r", None, synthetic=True) == (
         "This synthetic run: r — this run cannot test the claim."
     )
+
+
+#: The notebooks that give verdicts on the paper's claims from an IPS run.
+VERDICT_NOTEBOOKS = (
+    "00_start_here",
+    "02_case_studies",
+    "04_orders",
+    "05_factors",
+    "07_perturbation_kinds",
+    "12_solvers_and_noise",
+)
+
+
+@pytest.mark.parametrize("name", VERDICT_NOTEBOOKS)
+def test_every_verdict_notebook_takes_its_models_from_the_one_rule(name):
+    """Each notebook takes the models its verdicts use from findings_run / findings_models
+    (one rule: a finding at every shot setting the verdict uses), says which shot settings
+    those are, and has no rule of its own (a bare per-headline ``findings(``, its own floor
+    test on ``above_floor``)."""
+    import re
+
+    from tests.support import notebook_cells
+
+    code = "\n".join(notebook_cells(name))
+    assert re.search(r"\b(findings_run|findings_models)\(", code), name
+    assert "shots_text(" in code, f"{name} does not say which shot settings its verdicts use"
+    assert not re.search(r"(?<![\w.])findings\(", code), name
+    assert not re.search(r"\babove_floor\(", code), name
+
+
+def test_findings_models_takes_headlines_already_computed():
+    """``heads`` (one headline or headlines by shot) gives what computing them gives."""
+    from psens.ips.headline import headlines
+
+    ds = psens.open_run(ROOT / "data" / "runs" / "arc.nc").load()
+    heads = headlines(ds)
+    assert findings_models(ds, heads=heads[0]) == findings_models(ds)
+    assert findings_models(ds, [0, 1, 3], heads=heads) == findings_models(ds, [0, 1, 3])
+    assert findings_models(ds, heads=heads) == findings_models(ds, [0, 1, 3], heads=heads)
+    with pytest.raises(ValueError, match="findings_models: no headline at shot 3"):
+        findings_models(ds, [3], heads=heads[0])

@@ -13,7 +13,7 @@ pytest.importorskip("transformers")
 import psens.models as M
 from psens import datasets
 from psens.models import chat
-from tests.support import write_tiny_dataset, write_tiny_model
+from tests.support import ROOT, run_notebook_cells, write_tiny_dataset, write_tiny_model
 
 TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
@@ -110,3 +110,29 @@ def test_the_notebook_check_asks_the_flagged_instruct_model(setup, monkeypatch):
     toy = synthetic_run(n_samples=3)
     message, table, chart = pw.chat_check(toy, toy.psens.headline(n_boot=50))
     assert "synthetic run" in message and table is None and chart is None
+
+
+def test_notebook_03s_own_chat_check_sees_the_few_shot_confound(setup, monkeypatch):
+    """Notebook 03's cells as they run on the shipped run (model loading stubbed): the
+    notebook compares IPS at 0 shots, but its chat check gets the whole run, so it says that
+    SmolLM2's letter follows the few-shot examples' C."""
+    import psens
+
+    scorer, _ = setup
+    asked = []
+    monkeypatch.setattr(psens.models, "load", lambda name, **kw: asked.append(name) or scorer)
+    scope = {"PSENS_RUN": str(ROOT / "data" / "runs" / "arc.nc"), "PSENS_SIZE": ""}
+    run_notebook_cells(
+        "03_ips_across_models",
+        scope,
+        "ds = pw.load_run(",
+        "per_sample = psens.ips.ips(",
+        "head = ds.psens.headline()",
+        "pw.chat_check(",
+    )
+    assert asked == ["smollm2-135m-instruct"]
+    assert "shot" not in scope["ds"].dims  # the notebook's IPS cells: 0 shots
+    message = scope["message"]
+    assert message.startswith("smollm2-135m-instruct (majority answer on 95 %")
+    assert "1-shot C on 98 %" in message
+    assert "its answer follows their letter" in message

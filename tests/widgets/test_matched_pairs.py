@@ -13,7 +13,7 @@ import psens
 import psens.ips.factors as F
 import psens.widgets as pw
 from psens.synthetic import synthetic_run
-from tests.support import ROOT
+from tests.support import ROOT, run_notebook_cells
 
 ARC = ROOT / "data" / "runs" / "arc.nc"
 
@@ -118,3 +118,36 @@ def test_a_real_runs_caveats_are_shown_in_full(arc):
     assert longest in pw.show(table, arc).to_html()
     short = table[["model", "ips"]]
     assert pw.show(short, arc) is short
+
+
+def test_notebook_05s_few_shot_verdict_on_the_shipped_run(capsys):
+    """Notebook 05's few-shot cells on the shipped run: per model (not averaged over the
+    two), the figures data/runs/README.md quotes for SmolLM2, the confound named, and no
+    verdict — no model is a finding."""
+    scope = run_notebook_cells(
+        "05_factors",
+        {"PSENS_RUN": str(ARC), "PSENS_SIZE": ""},
+        "ds = F.attach_metadata(",
+        "heads = headlines(ds)",
+        "fds, note = pw.findings_run(ds, heads)",
+        "claim = attempt(",
+    )
+    out = capsys.readouterr().out
+    verdict = [ln for ln in out.splitlines() if ln.startswith("This run: few-shot ΔIPS")]
+    assert len(verdict) == 1, out
+    line = verdict[0]
+    assert line.endswith("this run cannot test the claim.")
+    assert "for smollm2-135m-instruct, gemma3-270m" in line  # the models it covers
+    assert "one model at a time, templates ips1, ips4, its items pooled" in line
+    assert "smollm2-135m-instruct: the answer follows the few-shot examples" in line
+    assert "the change of the letter it copies" in line
+    who = "  smollm2-135m-instruct: "
+    smol = [ln for ln in out.splitlines() if ln.startswith((f"{who}1-shot", f"{who}3-shot"))]
+    assert "1-shot −7.3 % (−10.9 … −3.9 %, p = 0.014)" in smol[0]
+    assert "3-shot −7.1 % (−12.1 … −2.3 %, p = 0.016)" in smol[1]
+    assert "answer follows the few-shot examples: C on 98 % at 1 shot" in smol[0]
+    assert all("cannot test" in ln for ln in smol)
+    assert "−18.2" not in out and "-18.2" not in out  # no average over the two models
+    readme = " ".join((ROOT / "data" / "runs" / "README.md").read_text().split())
+    for row in scope["claim"][scope["claim"]["model"] == "smollm2-135m-instruct"].itertuples():
+        assert row.measured.split("),")[0] + ")" in readme

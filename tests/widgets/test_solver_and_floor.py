@@ -85,3 +85,34 @@ def test_ips_widgets_pick_a_solver(runs):
     assert factor.solver == "exact" and "solver" in factor.controls
     sparsity = W.Sparsity(ds, solver="sgd")
     assert sparsity.tables["curve"].equals(W.Sparsity(b).tables["curve"])
+
+
+def test_notebook_12s_floor_test_is_the_headlines(capsys):
+    """Notebook 12's floor cell on the shipped run: its measured-floor row is the headline's
+    (the p and the verdict `psens summary` prints), under the headline's rule."""
+    import psens
+    from tests.support import ROOT, run_notebook_cells
+
+    arc = ROOT / "data" / "runs" / "arc.nc"
+    scope = run_notebook_cells(
+        "12_solvers_and_noise",
+        {"PSENS_RUN": str(arc), "PSENS_SIZE": ""},
+        "ds = pw.load_run(",
+        "head = headline(ds)",
+    )
+    head = psens.open_run(arc).psens.headline()  # 0 shots, psens summary's settings
+    want = head[head["order"] == "all"].set_index("model")
+    floors = scope["floors"]
+    rows = floors[floors["noise"].str.startswith("measured") & (floors["order"] == "all")]
+    got = rows.set_index("model")
+    assert sorted(got.index) == sorted(want.index)
+    for model, r in want.iterrows():
+        assert got.loc[model, "p_value"] == r["p_value"]
+        assert got.loc[model, "diff_lo"] == r["diff_lo"]
+        assert bool(got.loc[model, "exceeds"]) == bool(r["above_floor"])
+    out = capsys.readouterr().out
+    assert "smollm2-135m-instruct, floor measured" in out
+    assert "p = 0.0065" in out and "p = 0.009 " not in out
+    # the simulated floors are judged by the same rule: CI lower end above 0 and p < 0.05
+    sim = floors[~floors["noise"].str.startswith("measured")]
+    assert (sim["exceeds"] == ((sim["diff_lo"] > 0) & (sim["p_value"] < 0.05))).all()
