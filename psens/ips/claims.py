@@ -369,7 +369,7 @@ def few_shot_claim(
     heads = headlines(ds, tau=tau) if reasons is None else {}
     conf = answer_confound(ds)
     rows = []
-    for model in (str(m) for m in ds["model"].values):
+    for model in model_names(ds):
         res = few_shot(
             ds,
             [model],
