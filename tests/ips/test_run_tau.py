@@ -64,7 +64,7 @@ def shots02():
 
 
 #: the functions that need a run with a ``shot`` dim
-NEEDS_SHOTS = {"few_shot"}
+NEEDS_SHOTS = {"few_shot", "few_shot_claim"}
 #: result variables that are not numbers of the run (wall time)
 NOT_RESULTS = {"seconds"}
 
@@ -77,6 +77,7 @@ EXTRA = {
         "n_perm": 20,
     },
     "few_shot": lambda ds: {"n_boot": 20},
+    "few_shot_claim": lambda ds: {"n_boot": 20, "n_perm": 20},
     "ips_vs_consistency": lambda ds: {},
     "representation_metrics": lambda ds: {"n_boot": 20},
     "representation_table": lambda ds: {"n_boot": 20},
