@@ -286,9 +286,8 @@ def _paired(
 def _union_top(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     r""":math:`\max(|a|, |b|)`, NaN only where both are NaN: an interaction is in the union
     of both salient sets at :math:`\tau` iff this exceeds :math:`\tau`."""
-    top = np.abs(a)
     with np.errstate(invalid="ignore"):
-        return np.fmax(top, np.abs(b), out=top)
+        return np.fmax(np.abs(a), np.abs(b))
 
 
 def _salient_union(a: np.ndarray, b: np.ndarray, keep: np.ndarray, tau: float) -> np.ndarray:
@@ -342,15 +341,21 @@ def _union_ips(a, b, keep, taus) -> np.ndarray:
     taus = np.asarray(taus, dtype=float)
     lead, size = a.shape[:-1], a.shape[-1]
     groups, n_tau = keep.shape[-2], taus.size
-    top = _union_top(a, b)
+    abs_a, abs_b = np.abs(a), np.abs(b)
     with np.errstate(invalid="ignore"):
+        top = np.fmax(abs_a, abs_b)  # _union_top, with |a| and |b| kept for the terms
         salient = top > taus[0]  # salient at the smallest τ at least
     keep = np.broadcast_to(keep, (*lead, groups, size))
     if n_tau == 1 and salient.mean() > 0.25:  # one threshold, many salient: sum them all
-        inside = keep & salient[..., None, :]
-        with np.errstate(invalid="ignore"):
-            tot = np.where(inside, ips_term(a, b)[..., None, :], 0.0).sum(axis=-1)[..., None]
-        cnt = inside.sum(axis=-1)[..., None]
+        term = np.where(salient, _term(a, b, abs_a, abs_b), 0.0)
+        if groups == 1:  # one group: no group axis to broadcast over
+            inside = keep[..., 0, :]
+            tot = np.where(inside, term, 0.0).sum(axis=-1)[..., None, None]
+            cnt = (inside & salient).sum(axis=-1)[..., None, None]
+        else:
+            inside = keep & salient[..., None, :]
+            tot = np.where(inside, term[..., None, :], 0.0).sum(axis=-1)[..., None]
+            cnt = inside.sum(axis=-1)[..., None]
     else:  # only the salient terms, binned by the thresholds below max(|a|, |b|)
         top, a, b = top.reshape(-1), a.reshape(-1), b.reshape(-1)
         index, weight = [], []
@@ -455,8 +460,13 @@ def ips_term(a, b) -> np.ndarray:
     [0.0, 2.0, 2.0]
     """
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return _term(a, b, np.abs(a), np.abs(b))
+
+
+def _term(a: np.ndarray, b: np.ndarray, abs_a: np.ndarray, abs_b: np.ndarray) -> np.ndarray:
+    """:func:`ips_term` given ``|a|`` and ``|b|`` already (the dense kernel has them)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.abs(a - b) / ((np.abs(a) + np.abs(b)) / 2)
+        return np.abs(a - b) / ((abs_a + abs_b) / 2)
 
 
 def class_masks(a, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
