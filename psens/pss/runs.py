@@ -166,6 +166,9 @@ CONFIDENCE = (
     "(more accurate → less sensitive)"
 )
 
+#: ``change_verdict`` words of :func:`confidence_relation`: a CI below 0 is ProSA's direction.
+RELATION_WORDS = ("positive: against ProSA's claim", "negative: as ProSA reports")
+
 
 def confidence_relation(
     ds: xr.Dataset,
@@ -223,9 +226,9 @@ def confidence_relation(
         confidence, pss, caveats, claim, measured, verdict, holds``: ``within_noise`` is True
         exactly when the row is not a finding by the rule (the CI contains 0 or is
         undefined, or ``p >= 0.05``); ``verdict`` is ``"cannot test: …"`` for a model with a
-        caveat, else :func:`psens.pss.verdicts.change_verdict` of the CI and p ("positive" /
-        "negative", ending in "not a finding" exactly when ``within_noise``); ``holds``:
-        True for a finding in ProSA's direction (:math:`r < 0`), False otherwise, None when
+        caveat, else :func:`psens.pss.verdicts.change_verdict` of the CI and p (with
+        :data:`RELATION_WORDS`, ending in "not a finding" exactly when ``within_noise``);
+        ``holds``: True for a finding in ProSA's direction (:math:`r < 0`), False otherwise, None when
         it cannot be tested. ``attrs["pools"]`` says what the rows pool.
 
     References
@@ -261,7 +264,7 @@ def confidence_relation(
         if why:
             verdict, holds = f"cannot test: {why}", None
         else:
-            verdict = change_verdict(lo, hi, p, words=("positive", "negative"))
+            verdict = change_verdict(lo, hi, p, words=RELATION_WORDS)
             holds = bool(found) and hi < 0
         rows.append(
             {
