@@ -130,7 +130,8 @@ def instance_table(ds: xr.Dataset, *, correct: xr.DataArray | None = None) -> pd
     Parameters
     ----------
     ds
-        A PSS run (:func:`is_pss_run`).
+        A run with answers under two or more templates: a PSS run (:func:`is_pss_run`), a
+        cloze format run or an IPS run (the answers to its unmasked prompts).
     correct
         Another correctness array of the run's layout (e.g. read from the stored
         ``generated`` text); default the stored ``correct``.
@@ -228,8 +229,8 @@ def confidence_relation(
         undefined, or ``p >= 0.05``); ``verdict`` is ``"cannot test: …"`` for a model with a
         caveat, else :func:`psens.pss.verdicts.change_verdict` of the CI and p (with
         :data:`RELATION_WORDS`, ending in "not a finding" exactly when ``within_noise``);
-        ``holds``: True for a finding in ProSA's direction (:math:`r < 0`), False otherwise, None when
-        it cannot be tested. ``attrs["pools"]`` says what the rows pool.
+        ``holds``: True for a finding in ProSA's direction (:math:`r < 0`), False otherwise,
+        None when it cannot be tested. ``attrs["pools"]`` says what the rows pool.
 
     References
     ----------
