@@ -17,6 +17,7 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from tests.support import ROOT
@@ -255,3 +256,145 @@ def test_a_quantity_has_one_number_everywhere():
     for stem in (p.stem for p in NOTEBOOKS):  # a notebook prints it, never types it
         assert f"{ips:.3f}" not in markdown(stem) and f"IPS {ips:.2f}" not in markdown(stem)
     assert np.isfinite(ips)
+
+
+# ------------------------------------------------- the papers' claims on the cloze runs
+
+
+def _m(x: float, fmt: str) -> str:
+    """A number as the README's prose writes it: a true minus sign."""
+    return format(float(x), fmt).replace("-", "−")
+
+
+@cache
+def _cloze_claims():
+    """The tables of data/runs/README.md's cloze claims section, by the functions' defaults."""
+    from psens.ips import claims
+    from psens.pss import confidence_relation
+
+    ds = run("cloze-arc-easy")
+    return [
+        ("cloze-arc-easy", claims.order_claim(ds)),
+        ("cloze-arc-easy", claims.same_answer_claim(ds).query("group == 'same answer'")),
+        ("cloze-arc-easy", claims.accuracy_relation(ds, across="items")),
+        ("cloze-arc-easy", claims.accuracy_relation(ds, across="templates")),
+        ("cloze-arc-easy", confidence_relation(ds)),
+        ("cloze-formats", confidence_relation(run("cloze-formats"))),
+    ]
+
+
+def test_the_runs_readme_cloze_claims_table_is_the_functions_rows():
+    """Every row of the cloze claims table is a claim function's printed row (the paper's
+    claim, this run's measurement with its CI and p, the verdict), in order, and nothing
+    else: a changed number, verdict or claim fails here."""
+    text = (RUNS / "README.md").read_text(encoding="utf-8")
+    block = text.split("<!-- cloze claims -->")[1].split("<!-- /cloze claims -->")[0]
+    rows = [ln for ln in block.splitlines() if ln.startswith("| ") and "---" not in ln][1:]
+    want = [
+        f"| `{name}.nc` | {r.model} | {r.claim} | {r.measured} | {r.verdict} |"
+        for name, table in _cloze_claims()
+        for r in table.itertuples()
+    ]
+    assert rows == want
+    for _, table in _cloze_claims():  # what each pools, in the paragraph under the table
+        assert table.attrs["pools"], table
+
+
+def test_the_runs_readme_cloze_claims_prose_is_the_functions_numbers():
+    """The sentences around the cloze claims table quote the same tables."""
+    from psens.ips.headline import MAJORITY_SHARE, headline
+    from psens.ips.verdicts import findings
+
+    text = flat(RUNS / "README.md")
+    order, same, items, templates, pss_ips, pss_fmt = (t for _, t in _cloze_claims())
+    o = order.set_index(["model", "contrast"])
+    smol, gemma = "smollm2-135m-instruct", "gemma3-270m"
+    # fig. 9: Gemma both bands, SmolLM2 only mid (at the edge)
+    assert o.loc[(gemma, "high − low"), "holds"] and o.loc[(gemma, "mid − low"), "holds"]
+    assert o.loc[(smol, "mid − low"), "holds"] and not o.loc[(smol, "high − low"), "holds"]
+    assert f"at the edge (p = {o.loc[(smol, 'mid − low'), 'p_value']:.3g})" in text
+    # the smallest p of 2,000 sign flips / permutations
+    assert min(order["p_value"].min(), pss_ips["p_value"].min()) == pytest.approx(1 / 2001)
+    assert "(2,000 sign flips or permutations, so 0.0005 is the smallest p there is)" in text
+    assert f"{1 / 2001:.1g}" == "0.0005"
+    # IPS vs accuracy: nothing across items nor templates
+    r = items.set_index("model")["r"]
+    assert f"(r {_m(r[smol], '+.2f')} and {_m(r[gemma], '+.2f')}, CIs containing 0)" in text
+    assert not items["holds"].any() and not templates["holds"].any()
+    assert (items["lo"] < 0).all() and (items["hi"] > 0).all()
+    assert "no p falls below 2/4! ≈ 0.083" in text and f"{2 / 24:.3f}" == "0.083"
+    assert (templates["p_value"] > 2 / 24).all() and (templates["n"] == 4).all()
+    # PSS vs confidence: negative, as ProSA reports, in every row
+    assert pss_ips["holds"].all() and pss_fmt["holds"].all()
+    f = pss_fmt.iloc[0]
+    assert f"(r {_m(f.r, '.2f')} [{_m(f.lo, '.2f')}, {_m(f.hi, '.2f')}])" in text
+    assert f.n == 570 and "16 formats" in pss_fmt.attrs["pools"]
+    # no model is left out: both findings, above chance, no caveat on their answers
+    head = headline(run("cloze-arc-easy"))
+    assert not any(findings(head).values())
+    acc = head[head["order"] == "all"].set_index("model")
+    assert (
+        f"with accuracy {acc.loc[smol, 'accuracy']:.2f} and {acc.loc[gemma, 'accuracy']:.2f} "
+        f"against chance {acc.loc[smol, 'chance']:.2f}"
+    ) in text
+    assert (pss_ips["caveats"] == "").all() and (pss_fmt["caveats"] == "").all()
+    assert f"one answer on more than {100 * MAJORITY_SHARE:.0f} % of the prompts" in text
+    assert same["holds"].all()
+
+
+def test_the_runs_readme_cloze_formats_figures_are_the_summary():
+    """The cloze format run's figures are psens summary's (the PSS lines and the accuracy
+    spread with the settings summary uses) and chance_pss at its accuracy."""
+    from psens.ips.headline import chance_level
+    from psens.pss import chance_pss, instance_table
+    from psens.runner import summarize
+
+    ds = run("cloze-formats")
+    t = instance_table(ds)
+    summary = " ".join(summarize(ds).split())
+    pss, acc, conf = t["S_i"].mean(), t["accuracy"].mean(), t["confidence"].mean()
+    assert f"0-shot PSS {pss:.3f} (accuracy {acc:.2f}, confidence {conf:.2f})" in summary
+    from psens.formats.analysis import accuracy_spread
+
+    s = accuracy_spread(ds, n_boot=500, n_perm=500).iloc[0]  # what psens summary prints
+    tail = (
+        f"spread {s.spread:.2f} [{s.lo:.2f}, {s.hi:.2f}] (n = {s.n_items} items; "
+        f"formats-do-not-matter spread {s.null_spread:.2f}, p = {s.p_value:.3f})"
+    )
+    assert tail in summary and not s.within_noise
+    text = flat(RUNS / "README.md")
+    quoted = (
+        f"PSS {pss:.3f} over the {s.n_templates} formats (ProSA eq. 1–2), accuracy {acc:.2f} "
+        f"(chance {chance_level(ds):.2f}), confidence {conf:.2f} (the chosen option's "
+        f"probability); accuracy {s.worst_accuracy:.2f} under the worst format to "
+        f"{s.best_accuracy:.2f} under the best, spread {s.spread:.2f} [{s.lo:.2f}, {s.hi:.2f}] "
+        "(95 % bootstrap CI over items), against a formats-do-not-matter spread of "
+        f"{s.null_spread:.2f} (each item's correctness permuted across the formats), "
+        f"p = {s.p_value:.3f}"
+    )
+    assert quoted in text
+    assert f"far below the {chance_pss(acc):.2f} that answers right independently" in text
+    assert f"× all {s.n_items} ARC-Easy validation items" in text
+
+
+def test_the_runs_readme_pss_confidence_exclusions_are_the_functions():
+    """The PSS section's count of "cannot test" rows, their permutation p and the one row
+    left, from confidence_relation on the two lettered PSS runs."""
+    from psens.ips.headline import chance_level
+    from psens.pss import confidence_relation
+
+    rel = {name: confidence_relation(run(name)) for name in ("pss-arc", "pss-csqa")}
+    both = pd.concat(rel.values(), ignore_index=True)
+    blocked = both["verdict"].str.startswith("cannot test")
+    text = flat(RUNS / "README.md")
+    assert f'{int(blocked.sum())} of its {len(both)} rows read "cannot test"' in text
+    excl = both[(both["lo"] > 0) | (both["hi"] < 0)]
+    assert blocked[excl.index].all()
+    ps = " and ".join(f"{p:.3f}" for p in excl["p_value"])
+    assert f"(their permutation p {ps})" in text
+    left = rel["pss-csqa"][~rel["pss-csqa"]["verdict"].str.startswith("cannot test")]
+    assert len(left) == 1 and both[~blocked].shape[0] == 1
+    row = left.iloc[0]
+    assert (row.model, row.shot, row.within_noise) == ("smollm2-135m-instruct", 3, True)
+    chance = chance_level(run("pss-csqa"))
+    assert f"at 3 shots (accuracy {row.accuracy:.2f} against chance {chance:.2f})" in text

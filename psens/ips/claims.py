@@ -42,10 +42,16 @@ cannot be tested.
   :math:`\bar e_A - \bar e_D` on the same resamples.
 * :func:`accuracy_relation` — across items, the rank correlation (Spearman) of an item's IPS
   (the mean over template pairs) with its accuracy :math:`\frac1{|T|}\sum_T \mathbb
-  1[\hat y(x|T) = y(x)]`, with a bootstrap CI over items (:func:`psens.stats.correlation_ci`).
+  1[\hat y(x|T) = y(x)]`, with a bootstrap CI over items (:func:`psens.stats.correlation_ci`)
+  and a permutation p (:func:`psens.stats.correlation_test`); ``across="templates"``: the
+  same across templates (a template's IPS over the pairs it is in against its accuracy,
+  items resampled for the CI, template labels permuted for p).
   [1]_ makes no claim here; ProSA [2]_ reports that more accurate (and more confident)
   instances are less sensitive by its PSS. The table states this run's measurement beside
   ProSA's claim, which is about PSS, not IPS.
+
+Each table's ``attrs["pools"]`` says what its numbers pool (the shot setting, the templates
+and pairs, the items; one model at a time).
 
 Only blocks that are done count (pending and failed blocks are NaN), so a run still in
 progress gives its partial numbers. Numbers of different shot settings are never pooled.
@@ -76,9 +82,11 @@ from psens.stats import (
     bootstrap_means,
     change_verdict,
     correlation_ci,
+    correlation_test,
     is_finding,
     paired_test,
     percentile_ci,
+    rank_correlation,
     resample_counts,
 )
 from psens.store import DONE
@@ -159,6 +167,15 @@ def _reasons(ds, shot, reasons: Mapping[str, str] | None) -> dict[str, str]:
     return findings(headline(ds, shot=shot))
 
 
+def _pools(run, shot, what: str) -> str:
+    """What a claim's table pools: the headline's ``pools`` (shot, templates, pairs, items)
+    and ``what`` the claim computes from them."""
+    from psens.ips.headline import _pools as pooled
+    from psens.ips.headline import _pools_text
+
+    return f"{_pools_text(pooled(run, shot))}; {what}; one model at a time"
+
+
 def _verdict(model: str, why: dict[str, str], lo, hi, p=None, words=HOLDS) -> tuple[str, Any]:
     """``(verdict, holds)`` of one row: "cannot test" for a model that is not a finding, else
     :func:`psens.stats.change_verdict` (the rule :func:`psens.stats.is_finding`)."""
@@ -222,7 +239,7 @@ def order_claim(
     pandas.DataFrame
         One row per model × contrast: ``model, shot, contrast, band, base, ips_band, ips_base,
         diff, lo, hi, p_value, n, claim, measured, verdict, holds``; ``attrs``: ``tau``,
-        ``ci``.
+        ``ci``, ``pools`` (what the numbers pool).
 
     References
     ----------
@@ -274,7 +291,8 @@ def order_claim(
                     "holds": holds,
                 }
             )
-    return _finish(rows, run, tau=tau, ci=ci)
+    what = "per item IPS of the band minus IPS of the low band, the items' differences averaged"
+    return _finish(rows, run, tau=tau, ci=ci, pools=_pools(run, shot, what))
 
 
 def _pct(x: float) -> str:
@@ -492,7 +510,7 @@ def same_answer_claim(
         the difference row; ``n_items``: the items with a pair of the group, on the
         difference row the items resampled). Only the ``"same answer"`` row is the paper's
         claim; the other two are this run's measurements (their verdict says positive /
-        negative).
+        negative). ``attrs``: ``tau``, ``ci``, ``pools``.
 
     References
     ----------
@@ -571,7 +589,54 @@ def same_answer_claim(
                     "holds": holds,
                 }
             )
-    return _finish(rows, run, tau=tau, ci=ci)
+    what = "(item, template pair)s pooled by whether the pair's answers agree, items resampled"
+    return _finish(rows, run, tau=tau, ci=ci, pools=_pools(run, shot, what))
+
+
+def _template_ips(pair_ips: np.ndarray, n_templates: int) -> np.ndarray:
+    """``[..., template]``: a template's IPS, the mean of the (defined) pair IPS of the pairs
+    it is in, from ``pair_ips [..., pair]`` in :func:`template_pairs` order."""
+    i, j = template_pairs(n_templates)
+    member = np.zeros((i.size, n_templates))
+    member[np.arange(i.size), i] = member[np.arange(i.size), j] = 1.0
+    ok = np.isfinite(pair_ips)
+    total = np.where(ok, pair_ips, 0.0) @ member
+    count = ok.astype(float) @ member
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / count, np.nan)
+
+
+def _across_templates(
+    ips_t: np.ndarray,
+    acc_t: np.ndarray,
+    *,
+    method: str,
+    n_boot: int,
+    n_perm: int,
+    ci: float,
+    seed: int,
+) -> dict[str, float]:
+    """:func:`accuracy_relation` across templates of one model: ``ips_t``, ``acc_t``
+    ``[item, template]`` over its done items."""
+    n_items, n_t = ips_t.shape
+    out = {"n": n_t, "r": np.nan, "lo": np.nan, "hi": np.nan, "n_boot_valid": 0}
+    out["p_value"] = np.nan
+    if n_items == 0 or n_t < 3:
+        return out
+    x, y = np.nanmean(ips_t, axis=0), np.nanmean(acc_t, axis=0)
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        return out
+    rng = np.random.default_rng(seed)
+    out["r"] = float(rank_correlation(x, y, method=method))
+    counts = resample_counts(n_items, n_boot, rng)
+    boot = rank_correlation(
+        bootstrap_means(ips_t.T, counts), bootstrap_means(acc_t.T, counts), method=method
+    )
+    out["n_boot_valid"] = valid = int(np.isfinite(boot).sum())
+    if valid:
+        out["lo"], out["hi"] = (float(v[0]) for v in percentile_ci(boot[:, None], ci))
+    out["p_value"] = correlation_test(x, y, method=method, n_perm=n_perm, seed=rng)
+    return out
 
 
 def accuracy_relation(
@@ -579,38 +644,62 @@ def accuracy_relation(
     *,
     shot: int | None = None,
     tau: float | None = None,
+    across: str = "items",
     method: str = "spearman",
     n_boot: int = 2000,
+    n_perm: int = 2000,
     ci: float = 0.95,
     seed: int = 0,
     reasons: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
-    r"""Across items, the rank correlation of an item's IPS with its accuracy, per model.
+    r"""The rank correlation of IPS with accuracy, per model, across items or across templates.
 
-    :math:`r = \rho_S\big(\mathrm{IPS}(x), \mathrm{acc}(x)\big)` over the items of the model
-    that are done, with :math:`\mathrm{IPS}(x)` the mean over template pairs of eq. 3 of [1]_
-    (:func:`psens.ips.sample_ips`) and :math:`\mathrm{acc}(x) = \frac1{|T|}\sum_T
-    \mathrm{correct}(x, T)`; the percentile bootstrap CI over items of
-    :func:`psens.stats.correlation_ci` (drawn from ``default_rng(seed)`` per model). [1]_
-    makes no claim about it; ProSA [2]_ reports that more accurate instances are less
-    sensitive by its PSS (a negative :math:`r`), which this states as ProSA's, beside this
-    run's IPS measurement.
+    ``across="items"``: :math:`r = \rho_S\big(\mathrm{IPS}(x), \mathrm{acc}(x)\big)` over the
+    items of the model that are done, with :math:`\mathrm{IPS}(x)` the mean over template
+    pairs of eq. 3 of [1]_ (:func:`psens.ips.sample_ips`) and :math:`\mathrm{acc}(x) =
+    \frac1{|T|}\sum_T \mathrm{correct}(x, T)`; the percentile bootstrap CI over items of
+    :func:`psens.stats.correlation_ci` and its permutation p (items' accuracies permuted
+    against their IPS, :func:`psens.stats.correlation_test`), both drawn from
+    ``default_rng(seed)`` per model.
+
+    ``across="templates"``: :math:`r = \rho_S\big(\mathrm{IPS}(T), \mathrm{acc}(T)\big)` over
+    the templates, with
+
+    .. math::
+        \mathrm{IPS}(T) = \frac1{|X|}\sum_x \frac{1}{|P_T|}\sum_{\hat T \ne T}
+        \mathrm{IPS}(x|T,\hat T), \qquad \mathrm{acc}(T) = \frac1{|X|}\sum_x
+        \mathrm{correct}(x, T),
+
+    (:math:`P_T` the pairs with :math:`T`, undefined pairs skipped); the CI resamples the
+    items (:func:`psens.stats.resample_counts`, both means and the correlation recomputed on
+    each resample) and p permutes the template labels
+    (:func:`psens.stats.correlation_test`). With :math:`|T|` templates no p falls below
+    :math:`2/|T|!` (0.083 for four), so four templates can never give a finding.
+
+    [1]_ makes no claim about either; ProSA [2]_ reports that more accurate instances are
+    less sensitive by its PSS (a negative :math:`r`), which this states as ProSA's, beside
+    this run's IPS measurement. The verdict is :func:`psens.stats.is_finding` of the CI and p.
 
     Parameters
     ----------
     ds : xarray.Dataset
         A run with ``correct`` (:func:`psens.open_run`), finished or not.
+    across : {"items", "templates"}
+        What the correlation runs over.
     method : {"spearman", "pearson"}
         The correlation (:func:`psens.stats.rank_correlation`).
+    n_perm : int
+        Permutations of the test.
     shot, tau, n_boot, ci, seed, reasons
         As :func:`order_claim`.
 
     Returns
     -------
     pandas.DataFrame
-        One row per model: ``model, shot, n, r, lo, hi, n_boot_valid, accuracy, ips, claim,
-        measured, verdict, holds`` (``holds``: True for a finding in ProSA's direction,
-        ``r < 0``).
+        One row per model: ``model, shot, across, n, n_items, r, lo, hi, p_value,
+        n_boot_valid, accuracy, ips, claim, measured, verdict, holds`` (``n``: the items or
+        templates correlated; ``holds``: True for a finding in ProSA's direction,
+        ``r < 0``); ``attrs``: ``tau``, ``ci``, ``method``, ``across``, ``pools``.
 
     References
     ----------
@@ -623,44 +712,83 @@ def accuracy_relation(
     """
     where = "accuracy_relation"
     check_positive_int(n_boot, where, "n_boot")
+    check_positive_int(n_perm, where, "n_perm")
     check_in_interval(ci, where, "ci", 0.0, 1.0)
     if method not in ("spearman", "pearson"):
         fail(where, f"method = {method!r}", 'Use "spearman" or "pearson"')
+    if across not in ("items", "templates"):
+        fail(where, f"across = {across!r}", 'Use "items" or "templates"')
     run = ds
     ds, tau, shot = _prepare(ds, shot, tau, where, need=("correct",))
     why = _reasons(run, shot, reasons)
     item_ips = sample_ips(ds, tau, orders="all")
     ips_v = np.asarray(item_ips.transpose("model", "sample").values, dtype=float)
+    pair_ips = sample_ips(ds, tau, orders="all", per_pair=True)
+    pair_v = np.asarray(pair_ips.transpose("model", "sample", "pair").values, dtype=float)
     corr = np.asarray(ds["correct"].transpose("model", "sample", "template").values, float)
     corr = np.where(_done(ds)[..., None], corr, np.nan)
     answered = np.isfinite(corr).sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         acc = np.where(answered > 0, np.nansum(corr, axis=-1) / answered, np.nan)
+    ips_t = _template_ips(pair_v, corr.shape[-1])  # [model, sample, template]
     words = ("positive: more accurate items are more sensitive", "negative: as ProSA reports")
+    if across == "templates":
+        words = (
+            "positive: more accurate templates are more sensitive",
+            "negative: as ProSA reports",
+        )
     rows = []
-    for m, model in enumerate(model_names(item_ips)):
+    for m, model in enumerate(model_names(pair_ips)):
         both = np.isfinite(ips_v[m]) & np.isfinite(acc[m])
         x, y = ips_v[m][both], acc[m][both]
-        res = correlation_ci(x, y, method=method, n_boot=n_boot, ci=ci, seed=seed)
-        verdict, holds = _verdict(model, why, res["lo"], res["hi"], words=words)
+        if across == "items":
+            res = correlation_ci(
+                x, y, method=method, n_boot=n_boot, ci=ci, seed=seed, n_perm=n_perm
+            )
+            unit = "items"
+        else:
+            res = _across_templates(
+                ips_t[m][both],
+                corr[m][both],
+                method=method,
+                n_boot=n_boot,
+                n_perm=n_perm,
+                ci=ci,
+                seed=seed,
+            )
+            unit = f"templates, {x.size} items resampled"
+        p = res["p_value"]
+        verdict, holds = _verdict(model, why, res["lo"], res["hi"], p, words=words)
         if holds is not None:
-            holds = bool(is_finding(res["lo"], res["hi"])) and res["hi"] < 0
+            holds = bool(is_finding(res["lo"], res["hi"], p)) and res["hi"] < 0
         rows.append(
             {
                 "model": model,
                 "shot": shot,
+                "across": across,
                 "n": res["n"],
+                "n_items": int(x.size),
                 "r": res["r"],
                 "lo": res["lo"],
                 "hi": res["hi"],
+                "p_value": p,
                 "n_boot_valid": res["n_boot_valid"],
                 "accuracy": float(y.mean()) if y.size else np.nan,
                 "ips": float(x.mean()) if x.size else np.nan,
                 "claim": ACCURACY,
-                "measured": f"{method} r(IPS, accuracy) {_num(res['r'], '+.3f')} "
-                f"[{_num(res['lo'])}, {_num(res['hi'])}] (n = {res['n']} items)",
+                "measured": f"{method} r(IPS, accuracy) across {across} "
+                f"{_num(res['r'], '+.3f')} [{_num(res['lo'])}, {_num(res['hi'])}], "
+                f"p = {_num(p, '.3g')} (n = {res['n']} {unit})",
                 "verdict": verdict,
                 "holds": holds,
             }
         )
-    return _finish(rows, run, tau=tau, ci=ci, method=method)
+    what = {
+        "items": "per item its IPS (mean over the template pairs) and its accuracy (mean over "
+        "the templates), correlated over the items",
+        "templates": "per template its IPS (mean over its pairs and the items) and its "
+        "accuracy (mean over the items), correlated over the templates, items resampled",
+    }[across]
+    return _finish(
+        rows, run, tau=tau, ci=ci, method=method, across=across, pools=_pools(run, shot, what)
+    )

@@ -59,6 +59,7 @@ __all__ = [
     "MAJORITY_SHARE",
     "NOT_ABOVE_FLOOR",
     "above_floor",
+    "answer_caveats",
     "answer_confound",
     "chance_level",
     "example_answers",
@@ -271,6 +272,73 @@ def _answers(ds, shot: Any) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _answer_table(ds, shot: Any) -> pd.DataFrame:
+    """:func:`_answers` with ``chance`` and ``answer_caveats`` (the caveats of
+    :func:`answer_caveats`, joined with ``"; "``)."""
+    answers = _answers(ds, shot)
+    answers["chance"] = chance_level(ds, shot)
+    follows = {}
+    if shot:  # k > 0 shots: does the answer letter follow the examples'?
+        conf = answer_confound(ds)
+        conf = conf[(conf["shot"] == shot) & conf["follows_examples"]]
+        follows = {r.model: f"{FOLLOWS_EXAMPLES} ({r.examples})" for r in conf.itertuples()}
+    caveats = []
+    for r in answers.itertuples():
+        found = []
+        if np.isfinite(r.majority_share) and r.majority_share > MAJORITY_SHARE:
+            found.append(f"majority answer {r.majority_answer} on {100 * r.majority_share:.0f} %")
+        if np.isfinite(r.accuracy) and np.isfinite(r.chance) and r.accuracy <= r.chance:
+            found.append(BELOW_CHANCE)
+        if r.model in follows:
+            found.append(follows[r.model])
+        caveats.append("; ".join(found))
+    answers["answer_caveats"] = caveats
+    return answers
+
+
+def answer_caveats(ds, *, shot: int | None = None) -> dict[str, str]:
+    r"""Per model, the caveats of its answers at one shot setting (``""``: none): the part of
+    the headline's caveats that does not depend on interactions, so a run without masked
+    prompts (a PSS run) is judged by the same rule.
+
+    Over the done blocks at ``shot``, with :math:`\hat y(x|T)` the answers and :math:`k_x`
+    the options of item :math:`x` (:func:`chance_level`):
+
+    * ``"majority answer X on N %"`` when :math:`\max_a \frac{1}{|X||T|}\sum_{x,T}
+      \mathbb 1[\hat y(x|T) = a] >` :data:`MAJORITY_SHARE` (the answers measure a
+      preference for one answer, not the questions);
+    * ``"accuracy at or below chance"`` when :math:`\frac{1}{|X||T|}\sum_{x,T} \mathbb
+      1[\hat y(x|T) = y(x)] \le \frac{1}{|X|}\sum_x 1/k_x`;
+    * :data:`FOLLOWS_EXAMPLES` at :math:`k > 0` shots (:func:`answer_confound`).
+
+    :func:`headline` adds ``"not above the noise floor"`` in front for a run with
+    interactions; :func:`psens.ips.verdicts.findings` reads them all.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run with ``prediction`` (and ``correct`` for the chance caveat).
+    shot : int, optional
+        Shot setting of a run with a ``shot`` dim (default: the first).
+
+    Returns
+    -------
+    dict
+        Model → its caveats joined with ``"; "``.
+
+    References
+    ----------
+    .. [1] Qin et al., ICML 2026; the full reference is in :mod:`psens.ips`.
+    """
+    if "shot" in ds.dims:
+        shot = int(ds["shot"].values[0]) if shot is None else int(shot)
+    status = block_status(ds)
+    if status is not None and "prediction" in ds.variables:  # unfinished blocks do not count
+        ds = ds.assign(prediction=ds["prediction"].where(ds["status"] == DONE, ""))
+    table = _answer_table(ds, shot)
+    return dict(zip(table["model"], table["answer_caveats"], strict=True))
+
+
 def headline(
     ds,
     *,
@@ -361,32 +429,19 @@ def _headline(ds, shot, tau, per_sample, floor, *, n_boot, ci, seed) -> pd.DataF
     # above the floor: the CI of IPS − floor excludes 0 *and* the paired test agrees
     # (with few items a CI can exclude 0 where the sign-flip p cannot go below 2 / 2^n)
     table["above_floor"] = exceeds_floor(table["diff_lo"], table["p_value"])
-    answers = _answers(ds, shot)
-    answers["chance"] = chance_level(ds, shot)
+    answers = _answer_table(ds, shot)
     answers["output_consistency"] = (
         tables.output_consistency(ds, shot).reindex(answers["model"]).to_numpy()
     )
     overall = table[table["order"] == "all"].set_index("model")["above_floor"]
-    follows = {}
-    if shot:  # k > 0 shots: does the answer letter follow the examples'?
-        conf = answer_confound(ds)
-        conf = conf[(conf["shot"] == shot) & conf["follows_examples"]]
-        follows = {r.model: f"{FOLLOWS_EXAMPLES} ({r.examples})" for r in conf.itertuples()}
-    caveats = []
-    for _, r in answers.iterrows():
-        found = []
-        if not bool(overall.get(r["model"], False)):
-            found.append(NOT_ABOVE_FLOOR)
-        if np.isfinite(r["majority_share"]) and r["majority_share"] > MAJORITY_SHARE:
-            found.append(
-                f"majority answer {r['majority_answer']} on {100 * r['majority_share']:.0f} %"
-            )
-        if np.isfinite(r["accuracy"]) and np.isfinite(r["chance"]) and r["accuracy"] <= r["chance"]:
-            found.append(BELOW_CHANCE)
-        if r["model"] in follows:
-            found.append(follows[r["model"]])
-        caveats.append("; ".join(found))
-    answers["caveats"] = caveats
+    answers["caveats"] = [
+        "; ".join(
+            ([] if bool(overall.get(r.model, False)) else [NOT_ABOVE_FLOOR])
+            + ([r.answer_caveats] if r.answer_caveats else [])
+        )
+        for r in answers.itertuples()
+    ]
+    answers = answers.drop(columns="answer_caveats")
     out = table.merge(answers.drop(columns="n_answers"), on="model", how="left")
     front = ["model", "order", "ips", "ips_lo", "ips_hi", "n_used", "floor", "diff"]
     front += ["diff_lo", "diff_hi", "p_value", "above_floor", "accuracy", "chance"]

@@ -8,8 +8,9 @@
 * :mod:`psens.pss.charts` — PSS per model, per shot count and per variant (altair);
 * :mod:`psens.pss.published` — ProSA's published twelve prompts per objective benchmark
   (``templates = "prosa"`` in a run config);
-* :mod:`psens.pss.runs` — analyses of a stored PSS run (``n_vars = 0``): instance ``S_i``
-  vs decoding confidence with a bootstrap CI, PSS by shot count against zero shots;
+* :mod:`psens.pss.runs` — analyses of a stored PSS run (``n_vars = 0``; or any run with
+  answers under several templates): instance ``S_i`` vs decoding confidence with a
+  bootstrap CI and a permutation p, PSS by shot count against zero shots;
 * :mod:`psens.pss.verdicts` — the one rule saying whether a PSS change or correlation is a
   finding (:func:`is_finding`) and its sentence (:func:`change_verdict`);
 * :mod:`psens.pss.subjective` — the stored subjective PSS run (§4, ``method =

@@ -3,15 +3,20 @@ r"""ProSA analyses of a stored PSS run: instance sensitivity, decoding confidenc
 A PSS run is a ``psens run`` with ``n_vars = 0`` (no masked prompts): for every (model,
 sample, shot, template) the store holds the answer's correctness ``correct``, the decoding
 confidence ``confidence`` (top next-token probability over the full vocabulary) and
-``p_target``. From it:
+``p_target``. An IPS run stores the same for its unmasked prompts, so PSS across its
+templates is defined there too (:func:`instance_table` takes either: any run with
+``correct`` and at least two templates; a cloze run's formats or templates are its prompt
+variants). From it:
 
 * :func:`instance_table` — per (model, shot, sample) the instance sensitivity
   :math:`S_i` (ProSA eq. 1, over the run's templates), the instance confidence
   :math:`\mathcal C_i = \frac1{|P|}\sum_p \max_t P(t\mid p)` (eq. 3) and the accuracy;
 * :func:`confidence_relation` — the correlation between :math:`S_i` and
   :math:`\mathcal C_i` over instances (Spearman by default) with a percentile bootstrap CI
-  over instances (:func:`psens.stats.correlation_ci`; §5.2: the paper reports that higher
-  confidence goes with lower PSS);
+  over instances (:func:`psens.stats.correlation_ci`) and a permutation p
+  (:func:`psens.stats.correlation_test`; §5.2: the paper reports that higher confidence
+  goes with lower PSS), a model that answers one option or at chance left out of the
+  verdict (:func:`psens.ips.headline.answer_caveats`);
 * :func:`pss_by_shot` — PSS per shot count with a bootstrap CI, and each shot count
   against zero shots: the paired difference of :math:`S_i`, its CI and sign-flip p-value
   (:func:`psens.stats.paired_test`); a difference that is not a finding (its CI contains 0,
@@ -40,7 +45,7 @@ from psens._validation import check_in_interval, check_positive_int, fail
 from psens.pss.metric import instance_pss
 from psens.pss.verdicts import change_verdict, is_finding
 from psens.settings import run_settings
-from psens.stats import correlation_ci, rank_correlation
+from psens.stats import correlation_ci, correlation_test, rank_correlation
 from psens.store.labels import model_names
 
 __all__ = [
@@ -74,16 +79,25 @@ def is_pss_run(ds: xr.Dataset) -> bool:
 
 
 def _check(ds: xr.Dataset, where: str) -> xr.Dataset:
-    if not isinstance(ds, xr.Dataset) or not is_pss_run(ds):
+    """The run's answers over its templates, blocks that are not done NaN: a PSS run or an
+    IPS run (its unmasked prompts), with ``correct`` and at least two templates."""
+    if (
+        not isinstance(ds, xr.Dataset)
+        or "correct" not in ds
+        or "template" not in ds.dims
+        or ds.sizes["template"] < 2
+        or ("option_loglik" not in ds and "confidence" not in ds)
+    ):
         fail(
             where,
-            "the run is not a PSS run (it has input variables or no 'correct')",
-            "Open a run made with n_vars = 0 (e.g. data/runs/pss-arc.nc)",
+            "the run has no answers under two or more templates ('correct' per template)",
+            "Open a run with several templates or formats (e.g. data/runs/pss-arc.nc)",
         )
     done = ds["status"] == 1  # store.DONE
-    return ds.assign(
-        correct=ds["correct"].where(done), confidence=ds["confidence"].where(done)
-    ).load()
+    keep = {"correct": ds["correct"].where(done)}
+    if "confidence" in ds:
+        keep["confidence"] = ds["confidence"].where(done)
+    return ds.assign(keep).load()
 
 
 def answer_confidence(ds: xr.Dataset) -> xr.DataArray:
@@ -94,7 +108,7 @@ def answer_confidence(ds: xr.Dataset) -> xr.DataArray:
         return ds["confidence"]
     from psens.cloze import rescore
 
-    return rescore(ds)["confidence"].where(ds["confidence"].notnull())
+    return rescore(ds)["confidence"].where(ds["correct"].notnull())
 
 
 def _with_shot(da: xr.DataArray) -> xr.DataArray:
@@ -116,7 +130,8 @@ def instance_table(ds: xr.Dataset, *, correct: xr.DataArray | None = None) -> pd
     Parameters
     ----------
     ds
-        A PSS run (:func:`is_pss_run`).
+        A run with answers under two or more templates: a PSS run (:func:`is_pss_run`), a
+        cloze format run or an IPS run (the answers to its unmasked prompts).
     correct
         Another correctness array of the run's layout (e.g. read from the stored
         ``generated`` text); default the stored ``correct``.
@@ -146,44 +161,112 @@ def instance_table(ds: xr.Dataset, *, correct: xr.DataArray | None = None) -> pd
     return df[["model", "shot", "sample", "S_i", "confidence", "accuracy", "n_templates"]]
 
 
+#: ProSA's claim :func:`confidence_relation` tests.
+CONFIDENCE = (
+    "ProSA (Zhuo et al., 2024, §5.2, fig. 7): higher confidence → lower PSS "
+    "(more accurate → less sensitive)"
+)
+
+#: ``change_verdict`` words of :func:`confidence_relation`: a CI below 0 is ProSA's direction.
+RELATION_WORDS = ("positive: against ProSA's claim", "negative: as ProSA reports")
+
+
 def confidence_relation(
     ds: xr.Dataset,
     *,
     method: str = "spearman",
     n_boot: int = 2000,
+    n_perm: int = 2000,
     ci: float = 0.95,
     seed: int = 0,
     correct: xr.DataArray | None = None,
 ) -> pd.DataFrame:
     r"""Instance-level correlation of ``S_i`` with decoding confidence, per model and shot.
 
-    ProSA §5.2 reports that instances with higher decoding confidence have lower PSS (fig.
-    7, CommonsenseQA). Here: the correlation (:func:`psens.stats.rank_correlation`) of
-    :math:`S_i` and :math:`\mathcal C_i` over the instances with both defined, and its
-    percentile bootstrap CI: ``n_boot`` resamples of the instances with replacement (one
-    index matrix, drawn from ``default_rng(seed)``), the correlation recomputed on each
-    (ranks recomputed for Spearman); resamples where one variable is constant are skipped
-    (:func:`psens.stats.percentile_ci`).
+    ProSA §5.2 [1]_ reports that instances with higher decoding confidence have lower PSS
+    (fig. 7, CommonsenseQA). Here:
+
+    .. math::
+        r = \rho\big(S_i, \mathcal C_i\big), \qquad
+        S_i = \binom{|P|}{2}^{-1}\sum_{p<q} |y_{i,p} - y_{i,q}|, \qquad
+        \mathcal C_i = \frac1{|P|}\sum_p c_{i,p},
+
+    the correlation (:func:`psens.stats.rank_correlation`) over the instances with both
+    defined (:func:`instance_table`: the prompts :math:`P` are the run's templates, the
+    confidence :math:`c_{i,p}` that of the answer), its percentile bootstrap CI: ``n_boot``
+    resamples of the instances with replacement (one index matrix per row, drawn in turn
+    from ``default_rng(seed)``), the correlation recomputed on each (ranks recomputed for
+    Spearman; resamples where one variable is constant are skipped,
+    :func:`psens.stats.percentile_ci`), and the two-sided permutation p of
+    :func:`psens.stats.correlation_test` (its permutations from a generator of its own,
+    spawned from ``seed``, so the CIs do not depend on ``n_perm``).
+
+    The verdict is the one rule (:func:`psens.pss.verdicts.is_finding`: the CI strictly on
+    one side of 0 and ``p < 0.05``), except for a model whose answers at that shot setting
+    carry a caveat (:func:`psens.ips.headline.answer_caveats`: one answer on more than
+    80 % of the prompts, accuracy at or below chance, the few-shot examples' letter): its
+    numbers are kept and its verdict is ``"cannot test: <caveats>"`` — its :math:`S_i`
+    counts how often the prompts move it off its preferred answer, not how it reads the
+    question.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run with answers under two or more templates (:func:`instance_table`).
+    method : {"spearman", "pearson"}
+        The correlation.
+    n_boot, n_perm, ci, seed
+        Bootstrap resamples, permutations, CI level and seed.
+    correct : xarray.DataArray, optional
+        As :func:`instance_table`.
 
     Returns
     -------
-    DataFrame ``model, shot, n, r, lo, hi, n_boot_valid, excludes_zero, verdict``:
-    ``excludes_zero`` is False when the CI contains 0 (or is undefined): no relation can be
-    claimed; ``verdict`` is :func:`psens.pss.verdicts.change_verdict` of the CI ("positive" /
-    "negative", ending in "not a finding" exactly when ``excludes_zero`` is False).
+    DataFrame
+        ``model, shot, n, r, lo, hi, p_value, n_boot_valid, within_noise, accuracy,
+        confidence, pss, caveats, claim, measured, verdict, holds``: ``within_noise`` is True
+        exactly when the row is not a finding by the rule (the CI contains 0 or is
+        undefined, or ``p >= 0.05``); ``verdict`` is ``"cannot test: …"`` for a model with a
+        caveat, else :func:`psens.pss.verdicts.change_verdict` of the CI and p (with
+        :data:`RELATION_WORDS`, ending in "not a finding" exactly when ``within_noise``);
+        ``holds``: True for a finding in ProSA's direction (:math:`r < 0`), False otherwise,
+        None when it cannot be tested. ``attrs["pools"]`` says what the rows pool.
+
+    References
+    ----------
+    .. [1] Zhuo, J., Zhang, S., Fang, X., Duan, H., Lin, D., and Chen, K. "ProSA: Assessing
+       and Understanding the Prompt Sensitivity of LLMs." Findings of the Association for
+       Computational Linguistics: EMNLP 2024, pp. 1950–1976. arXiv:2410.12405.
     """
-    check_positive_int(n_boot, "psens.pss.confidence_relation", "n_boot")
-    check_in_interval(ci, "psens.pss.confidence_relation", "ci", 0.0, 1.0)
+    from psens.ips.headline import answer_caveats
+
+    where = "psens.pss.confidence_relation"
+    check_positive_int(n_boot, where, "n_boot")
+    check_positive_int(n_perm, where, "n_perm")
+    check_in_interval(ci, where, "ci", 0.0, 1.0)
     if method not in ("spearman", "pearson"):
         fail(WHERE, f"method={method!r}", 'Use "spearman" or "pearson"')
     table = instance_table(ds, correct=correct)
     rng = np.random.default_rng(seed)
+    perm_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+    caveats = {}
+    if "prediction" in ds:
+        shots = [int(k) for k in ds["shot"].values] if "shot" in ds.dims else [None]
+        caveats = {k: answer_caveats(ds, shot=k) for k in shots}
     rows = []
     for (model, shot), g in table.groupby(["model", "shot"], sort=False):
         g = g.dropna(subset=["S_i", "confidence"])
         x, y = g["S_i"].to_numpy(), g["confidence"].to_numpy()
         r = correlation_ci(x, y, method=method, n_boot=n_boot, ci=ci, seed=rng)
         lo, hi = r["lo"], r["hi"]
+        p = correlation_test(x, y, method=method, n_perm=n_perm, seed=perm_rng)
+        why = caveats.get(int(shot), caveats.get(None, {})).get(str(model), "")
+        found = is_finding(lo, hi, p)
+        if why:
+            verdict, holds = f"cannot test: {why}", None
+        else:
+            verdict = change_verdict(lo, hi, p, words=RELATION_WORDS)
+            holds = bool(found) and hi < 0
         rows.append(
             {
                 "model": model,
@@ -192,12 +275,31 @@ def confidence_relation(
                 "r": r["r"],
                 "lo": lo,
                 "hi": hi,
+                "p_value": p,
                 "n_boot_valid": r["n_boot_valid"],
-                "excludes_zero": is_finding(lo, hi),
-                "verdict": change_verdict(lo, hi, words=("positive", "negative")),
+                "within_noise": not found,
+                "accuracy": float(g["accuracy"].mean()) if len(g) else np.nan,
+                "confidence": float(np.mean(y)) if y.size else np.nan,
+                "pss": float(np.mean(x)) if x.size else np.nan,
+                "caveats": why,
+                "claim": CONFIDENCE,
+                "measured": f"{method} r(S_i, confidence) {r['r']:+.3f} [{lo:.3f}, {hi:.3f}], "
+                f"p = {p:.3g} (n = {r['n']} items)",
+                "verdict": verdict,
+                "holds": holds,
             }
         )
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    if len(out):
+        out["holds"] = pd.Series([row["holds"] for row in rows], dtype=object)
+    n_t = ds.sizes["template"]
+    kind = "formats" if any(str(t).startswith("fmt-") for t in ds["template"].values) else ""
+    out.attrs["pools"] = (
+        f"per model and shot setting, one instance per item: S_i over its {n_t} "
+        f"{kind or 'templates'} (ProSA eq. 1) and the mean confidence of its answers (eq. 3), "
+        "correlated over the items"
+    )
+    return out
 
 
 def pss_by_shot(

@@ -98,6 +98,17 @@ def test_order_claim_is_the_per_item_band_difference_with_its_ci_and_p(run):
             assert f"n = {d.size} items" in row["measured"]
 
 
+def test_each_claim_says_what_it_pools(run):
+    why = _all_findings(run)
+    for fn in (order_claim, same_answer_claim, accuracy_relation):
+        pools = fn(
+            run, n_boot=20, **({} if fn is same_answer_claim else {"n_perm": 20}), reasons=why
+        ).attrs["pools"]
+        assert pools.startswith("4 templates (6 pairs), 6 items; ") and pools.endswith(
+            "; one model at a time"
+        ), (fn.__name__, pools)
+
+
 def test_same_answer_claim_pools_pairs_and_resamples_items(run):
     tau = 0.1
     got = same_answer_claim(run, n_boot=N_BOOT, seed=SEED, reasons=_all_findings(run))
@@ -177,6 +188,79 @@ def test_accuracy_relation_is_the_rank_correlation_over_items(run):
         assert (row["lo"], row["hi"]) == pytest.approx((lo, hi), abs=1e-10)
         assert row["accuracy"] == pytest.approx(y.mean())
         assert row["claim"].startswith("ProSA (Zhuo et al., 2024)")
+        # the permutation p, drawn after the bootstrap from the same generator
+        rng = np.random.default_rng(SEED)
+        rng.integers(0, x.size, size=(N_BOOT, x.size))
+        order = rng.permuted(np.tile(np.arange(x.size), (2000, 1)), axis=1)
+        r0 = abs(spearman(x, y))
+        hits = sum(abs(spearman(x, y[k])) >= r0 - 1e-12 for k in order)
+        assert row["p_value"] == pytest.approx((1 + hits) / 2001)
+        assert row["verdict"].endswith("not a finding") != is_finding(row.lo, row.hi, row.p_value)
+    assert got.attrs["pools"] == (
+        "4 templates (6 pairs), 6 items; per item its IPS (mean over the template pairs) and "
+        "its accuracy (mean over the templates), correlated over the items; one model at a time"
+    )
+
+
+def test_accuracy_relation_across_templates_resamples_items_and_permutes_templates(run):
+    """Per template: IPS the mean over its pairs (eq. 3, literal) and items, accuracy the
+    mean over items; Spearman over the templates; the CI from the items resampled with the
+    multinomial counts of psens.stats.resample_counts; p from permuted template labels."""
+    from psens.stats import resample_counts
+
+    tau, n_perm = 0.1, 500
+    got = accuracy_relation(
+        run, across="templates", n_boot=N_BOOT, n_perm=n_perm, seed=SEED, reasons=_all_findings(run)
+    )
+    correct = run["correct"].transpose("model", "sample", "template").values
+    n_t = len(TEMPLATES)
+
+    def spearman(a, b):
+        ra, rb = rankdata(a), rankdata(b)
+        return np.nan if ra.std() == 0 or rb.std() == 0 else np.corrcoef(ra, rb)[0, 1]
+
+    for m, model in enumerate(MODELS):
+        ips_t, acc_t = [], []  # per item, per template
+        for s in range(run.sizes["sample"]):
+            games = _games(run, m, s)
+            if games is None:
+                continue
+            row = []
+            for t in range(n_t):
+                pairs = [
+                    ips_ref(games[0][[i, j]], games[1][[i, j]], tau)
+                    for i, j in itertools.combinations(range(n_t), 2)
+                    if t in (i, j)
+                ]
+                pairs = [v for v in pairs if np.isfinite(v)]
+                row.append(np.mean(pairs) if pairs else np.nan)
+            ips_t.append(row)
+            acc_t.append(correct[m, s])
+        ips_t, acc_t = np.asarray(ips_t), np.asarray(acc_t, float)
+        x, y = np.nanmean(ips_t, axis=0), acc_t.mean(axis=0)
+        rng = np.random.default_rng(SEED)
+        counts = resample_counts(len(ips_t), N_BOOT, rng)
+        boots = []
+        for w in counts:
+            bi = [
+                np.sum(w * np.nan_to_num(ips_t[:, t])) / np.sum(w * np.isfinite(ips_t[:, t]))
+                for t in range(n_t)
+            ]
+            boots.append(spearman(np.asarray(bi), (w @ acc_t) / w.sum()))
+        order = rng.permuted(np.tile(np.arange(n_t), (n_perm, 1)), axis=1)
+        r0 = abs(spearman(x, y))
+        hits = sum(abs(spearman(x, y[k])) >= r0 - 1e-12 for k in order)
+        row = got[got["model"] == model].iloc[0]
+        assert (row["across"], row["n"], row["n_items"]) == ("templates", n_t, len(ips_t))
+        assert row["r"] == pytest.approx(spearman(x, y), abs=1e-10, nan_ok=True)
+        assert (row["lo"], row["hi"]) == pytest.approx(_quantiles(boots), abs=1e-10, nan_ok=True)
+        assert row["p_value"] == pytest.approx((1 + hits) / (1 + n_perm), nan_ok=True)
+        assert row["p_value"] > 2 / 24  # four templates: never below 2/4!, never a finding
+        assert row["holds"] is False
+    assert "correlated over the templates" in got.attrs["pools"]
+    with pytest.raises(ValueError, match=r"accuracy_relation: across = 'rows'\. Use") as e:
+        accuracy_relation(run, across="rows")
+    assert "\n" not in str(e.value)
 
 
 def test_a_model_that_is_not_a_finding_cannot_test_any_claim():

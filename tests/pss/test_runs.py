@@ -58,9 +58,11 @@ def test_rank_correlation_matches_scipy():
 
 
 def test_confidence_relation_and_its_bootstrap_ci_match_a_literal_loop(random_run):
-    got = confidence_relation(random_run, n_boot=300, seed=5)
+    got = confidence_relation(random_run, n_boot=300, n_perm=200, seed=5)
     table = instance_table(random_run)
     rng = np.random.default_rng(5)
+    # the permutations come from a generator spawned from the seed: the CIs do not depend on them
+    perm = np.random.default_rng(np.random.SeedSequence(5).spawn(1)[0])
     for (model, shot), g in table.groupby(["model", "shot"], sort=False):
         x, y = g["S_i"].to_numpy(), g["confidence"].to_numpy()
         idx = rng.integers(0, len(x), size=(300, len(x)))
@@ -69,11 +71,18 @@ def test_confidence_relation_and_its_bootstrap_ci_match_a_literal_loop(random_ru
             xb, yb = x[idx[b]], y[idx[b]]
             const = np.ptp(xb) == 0 or np.ptp(yb) == 0
             boot.append(np.nan if const else sps.spearmanr(xb, yb).statistic)
+        order = perm.permuted(np.tile(np.arange(len(x)), (200, 1)), axis=1)
+        r0 = abs(sps.spearmanr(x, y).statistic)
+        hits = sum(abs(sps.spearmanr(x, y[k]).statistic) >= r0 - 1e-12 for k in order)
         row = got[(got.model == model) & (got.shot == shot)].iloc[0]
         assert row["r"] == pytest.approx(sps.spearmanr(x, y).statistic)
         assert row["lo"] == pytest.approx(np.nanquantile(boot, 0.025))
         assert row["hi"] == pytest.approx(np.nanquantile(boot, 0.975))
-        assert row["excludes_zero"] == (row["lo"] > 0 or row["hi"] < 0)
+        assert row["p_value"] == pytest.approx((1 + hits) / 201)
+        found = (row["lo"] > 0 or row["hi"] < 0) and row["p_value"] < 0.05
+        assert row["within_noise"] == (not found)
+    same = confidence_relation(random_run, n_boot=300, n_perm=50, seed=5)
+    assert np.array_equal(same[["lo", "hi"]], got[["lo", "hi"]])
 
 
 def test_a_strong_relation_is_found_and_none_is_not_claimed():
@@ -85,10 +94,12 @@ def test_a_strong_relation_is_found_and_none_is_not_claimed():
     s_i = np.array([literal_s_i(list(r)) for r in correct[0, :, 0]])
     conf = np.broadcast_to((1 - s_i)[None, :, None, None], correct.shape).copy()
     got = confidence_relation(fake_run(correct, conf, models=("m",), shots=(0,)), n_boot=500)
-    assert got["r"].iloc[0] == pytest.approx(-1.0) and got["excludes_zero"].iloc[0]
+    assert got["r"].iloc[0] == pytest.approx(-1.0) and not got["within_noise"].iloc[0]
+    assert got["holds"].iloc[0] is True and got["verdict"].iloc[0].startswith("negative")
     flat = fake_run(correct, rng.random(correct.shape), models=("m",), shots=(0,))
     row = confidence_relation(flat, n_boot=500).iloc[0]
-    assert (row["lo"] <= 0 <= row["hi"]) == (not row["excludes_zero"])
+    assert row["within_noise"] == (row["lo"] <= 0 <= row["hi"] or row["p_value"] >= 0.05)
+    assert row["holds"] is False
 
 
 def test_pss_by_shot_against_literal_means_and_noise_flag():
@@ -125,8 +136,9 @@ def test_failed_blocks_are_left_out_and_other_runs_refused(random_run):
         n_max=1,
     )
     assert not is_pss_run(ips_like)
-    with pytest.raises(ValueError, match="not a PSS run"):
-        instance_table(ips_like)
+    with pytest.raises(ValueError, match="no answers under two or more templates") as e:
+        instance_table(ips_like.isel(template=[0]))
+    assert "\n" not in str(e.value)
 
 
 @pytest.mark.parametrize("a", [0.0, 0.25, 0.2, 0.5, 0.9])
@@ -148,3 +160,46 @@ def test_synthetic_pss_run_is_labelled_and_analysable():
     assert ds.attrs["synthetic"] and is_pss_run(ds)
     got = pss_by_shot(ds, n_boot=200, n_perm=200)
     assert (got.groupby("model")["pss"].first() > got.groupby("model")["pss"].last()).all()
+
+
+def test_a_model_answering_one_option_or_at_chance_cannot_test_the_claim():
+    """The exclusion rule of the IPS headline (answer_caveats): one answer on more than 80 %
+    of the prompts, or accuracy at or below chance, gives "cannot test" and no holds; the
+    numbers are kept."""
+    from psens.ips.headline import answer_caveats
+
+    rng = np.random.default_rng(4)
+    shape = (2, 12, 1, 6)
+    correct = (rng.random(shape) < 0.7).astype(float)
+    ds = fake_run(correct, rng.uniform(0.2, 1.0, size=shape), shots=(0,))
+    ds["prediction"].values[:] = "B"
+    ds["prediction"].values[1] = np.where(rng.random(shape[1:]) < 0.5, "A", "B")
+    got = confidence_relation(ds, n_boot=100, n_perm=100).set_index("model")
+    assert answer_caveats(ds) == {"m1": "majority answer B on 100 %", "m2": ""}
+    assert got.loc["m1", "verdict"] == "cannot test: majority answer B on 100 %"
+    assert got.loc["m1", "holds"] is None and np.isfinite(got.loc["m1", "r"])
+    assert not got.loc["m2", "verdict"].startswith("cannot test")
+    assert got.loc["m2", "caveats"] == ""
+
+
+def test_pss_of_an_ips_cloze_run_is_over_its_templates_with_the_answer_options_probability():
+    """An IPS run answers every template's unmasked prompt: S_i is eq. 1 over its templates
+    and, in cloze, the confidence is the chosen option's probability (psens.cloze.rescore)."""
+    import psens
+    from psens.cloze import rescore
+    from tests.support import ROOT
+
+    ds = psens.open_run(ROOT / "data" / "runs" / "cloze-arc-easy.nc").load()
+    assert not is_pss_run(ds)
+    table = instance_table(ds).set_index(["model", "sample"])
+    y = ds["correct"].isel(shot=0).transpose("model", "sample", "template").values
+    conf = rescore(ds)["confidence"].isel(shot=0).transpose("model", "sample", "template")
+    for m, model in enumerate(ds["model"].values):
+        for s in (0, 7, 39):
+            row = table.loc[(str(model), str(ds["sample"].values[s]))]
+            assert row["S_i"] == pytest.approx(literal_s_i(list(y[m, s])), abs=1e-12)
+            assert row["confidence"] == pytest.approx(float(conf.values[m, s].mean()))
+    rel = confidence_relation(ds, n_boot=200, n_perm=200)
+    assert list(rel["model"]) == [str(m) for m in ds["model"].values]
+    assert (rel["caveats"] == "").all()  # both above chance, no majority answer
+    assert "4 templates" in rel.attrs["pools"]

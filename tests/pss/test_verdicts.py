@@ -82,4 +82,5 @@ def test_within_noise_and_the_verdict_never_disagree():
         assert r["within_noise"] == (not is_finding(r["diff_lo"], r["diff_hi"], r["p_value"]))
     relation = confidence_relation(ds, n_boot=300)
     for _, r in relation.iterrows():
-        assert r["excludes_zero"] == (not r["verdict"].endswith(NOT_A_FINDING)), r.to_dict()
+        assert r["within_noise"] == r["verdict"].endswith(NOT_A_FINDING), r.to_dict()
+        assert r["within_noise"] == (not is_finding(r["lo"], r["hi"], r["p_value"]))
