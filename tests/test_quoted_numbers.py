@@ -255,3 +255,20 @@ def test_a_quantity_has_one_number_everywhere():
     for stem in (p.stem for p in NOTEBOOKS):  # a notebook prints it, never types it
         assert f"{ips:.3f}" not in markdown(stem) and f"IPS {ips:.2f}" not in markdown(stem)
     assert np.isfinite(ips)
+
+
+def test_the_cloze_format_oracles_row_is_the_shipped_file():
+    """data/runs/README.md's row of ``cloze-formats.nc``: its model, all 570 ARC-Easy
+    validation items, 16 formats, answers only, 9,120 prompts."""
+    from psens.datasets import load
+    from psens.store.labels import model_names
+
+    row = next(ln for ln in (RUNS / "README.md").read_text().splitlines() if "`cloze-formats" in ln)
+    ds = run("cloze-formats")
+    assert model_names(ds) == ["smollm2-135m-instruct"]
+    assert "SmolLM2-135M-Instruct (Gemma-3-270M's half is pending)" in row
+    n, k = ds.sizes["sample"], ds.sizes["template"]
+    assert n == len(load("arc-easy", "validation")) == 570 and ds.attrs["dataset"] == "arc-easy"
+    assert f"all {n} ARC-Easy validation items" in row and f"| {k} formats" in row
+    assert ds.sizes["var"] == 0 and "`n_vars = 0`" in row
+    assert f"{n * k:,} prompts" in row
