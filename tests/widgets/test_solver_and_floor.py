@@ -136,9 +136,17 @@ def test_notebook_12s_numbers_are_the_other_notebooks(capsys):
         {"PSENS_RUN": str(arc), "PSENS_SIZE": ""},
         "ds = pw.load_run(",
         "sens = solver_sensitivity(",
+        "ips_first = ",
         "why = findings_models(",
     )
     out = capsys.readouterr().out
+    # the chart: one row of panels per model, the first shot setting (not pooled)
+    spec = scope["chart"].to_dict()
+    assert spec["encoding"]["row"]["field"] == "model" and "0-shot" in spec["title"]
+    long = scope["long"].set_index(["model", "solver", "order"])["ips"]
+    head0 = headline(psens.open_run(arc), shot=0).query("order == 'all'").set_index("model")
+    for model, r in head0.iterrows():
+        assert long[(model, "canonical", "all")] == pytest.approx(r["ips"], abs=1e-12)
     full = psens.open_run(arc).load()
     table = scope["table"]
     assert table.index.names[0] == "shot"
