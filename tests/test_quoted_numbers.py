@@ -272,3 +272,50 @@ def test_the_cloze_format_oracles_row_is_the_shipped_file():
     assert f"all {n} ARC-Easy validation items" in row and f"| {k} formats" in row
     assert ds.sizes["var"] == 0 and "`n_vars = 0`" in row
     assert f"{n * k:,} prompts" in row
+
+
+#: data/runs/README.md's names of the shipped PSS runs and their models
+PSS_RUNS = {"ARC-Challenge": "pss-arc", "CommonsenseQA": "pss-csqa"}
+PSS_MODELS = {"SmolLM2-135M-Instruct": "smollm2-135m-instruct", "Gemma-3-270M": "gemma3-270m"}
+
+
+def test_the_runs_readme_pss_table_and_few_shot_changes_are_the_shipped_runs():
+    """Each row of data/runs/README.md's PSS table (PSS with its CI per shot, accuracy and
+    confidence per shot) and its few-shot sentence are psens.pss's on the shipped runs."""
+    from psens.pss import instance_table, pss_by_shot
+
+    text = (RUNS / "README.md").read_text()
+    changes = []
+    for dataset, name in PSS_RUNS.items():
+        ds = run(name)
+        by_shot = pss_by_shot(ds).set_index(["model", "shot"])
+        means = instance_table(ds).groupby(["model", "shot"])[["accuracy", "confidence"]].mean()
+        for label, model in PSS_MODELS.items():
+            shots = [int(k) for k in ds["shot"].values]
+            pss = [by_shot.loc[(model, k)] for k in shots]
+            cells = [f"{r['pss']:.3f} ({r['lo']:.3f}–{r['hi']:.3f})" for r in pss]
+            for col in ("accuracy", "confidence"):
+                cells.append(" / ".join(f"{means.loc[(model, k), col]:.2f}" for k in shots))
+            row = f"| {dataset} | {label} | " + " | ".join(cells) + " |"
+            assert row in text, row
+            changes += [(dataset, label, k, by_shot.loc[(model, k)]) for k in shots if k]
+    flat_text = flat(RUNS / "README.md")
+    within = sum(bool(r["diff_lo"] <= 0 <= r["diff_hi"]) for *_, r in changes)
+    assert f"Of the {len(changes)} changes against 0 shots, {within} have" in flat_text
+
+    def signed(x: float) -> str:
+        return f"{x:+.3f}".replace("-", "−")
+
+    picked = {(d, m, k): r for d, m, k, r in changes}
+    rise = picked[("CommonsenseQA", "SmolLM2-135M-Instruct", 3)]
+    assert (
+        f"({signed(rise['diff'])}, CI {signed(rise['diff_lo'])} … {signed(rise['diff_hi'])}) "
+        f"but its sign-flip p is {rise['p_value']:.2f}: not a finding" in flat_text
+    )
+    assert rise["within_noise"] and rise["diff_lo"] > 0
+    drop = picked[("CommonsenseQA", "Gemma-3-270M", 1)]
+    assert (
+        f"({signed(drop['diff'])}, CI {signed(drop['diff_lo'])} … {signed(drop['diff_hi'])}, "
+        f"p = {drop['p_value']:.2f}) is within noise" in flat_text
+    )
+    assert drop["within_noise"]
