@@ -319,3 +319,33 @@ def test_the_runs_readme_pss_table_and_few_shot_changes_are_the_shipped_runs():
         f"p = {drop['p_value']:.2f}) is within noise" in flat_text
     )
     assert drop["within_noise"]
+
+
+def test_the_runs_readme_format_spreads_are_the_shipped_runs():
+    """data/runs/README.md's accuracy spreads of ``formats.nc`` and ``formats-acc.nc`` (range,
+    spread with its CI, the null spread and p, PSS across the formats) are
+    ``accuracy_spread`` and ``format_pss`` with their defaults, and both are within noise."""
+    from psens.formats.analysis import accuracy_spread, format_pss
+
+    text = flat(RUNS / "README.md")
+    for name, d in (("formats", 2), ("formats-acc", 3)):
+        ds = run(name)
+        s = accuracy_spread(ds).set_index("model")
+        pss = format_pss(ds)
+        assert s["within_noise"].all(), name
+        parts = []
+        for model, r in s.iterrows():
+            rng = f"{r.worst_accuracy:.2f}–{r.best_accuracy:.2f}"
+            parts.append(
+                (rng, f"{r.spread:.{d}f}", f"{r.lo:.{d}f}–{r.hi:.{d}f}", f"{pss[model]:.{d}f}")
+            )
+        (a_rng, a_sp, a_ci, a_pss), (b_rng, b_sp, b_ci, b_pss) = parts
+        a, b = s.iloc[0], s.iloc[1]
+        spread = f"SmolLM2 {a_rng} (spread {a_sp}, 95 % bootstrap CI {a_ci}), Gemma-3-270M"
+        assert spread in text, spread
+        assert f"Gemma-3-270M {b_rng} ({b_sp}, {b_ci})" in text, (name, b_rng, b_sp, b_ci)
+        null = f"permutation mean {a.null_spread:.{d}f} and {b.null_spread:.{d}f}"
+        assert f"{null}, p = {a.p_value:.2f} and {b.p_value:.2f}" in text, (name, null)
+        assert f"PSS across the formats{':' if name == 'formats' else ''} {a_pss} and {b_pss}" in (
+            text
+        )
