@@ -349,3 +349,18 @@ def test_the_runs_readme_format_spreads_are_the_shipped_runs():
         assert f"PSS across the formats{':' if name == 'formats' else ''} {a_pss} and {b_pss}" in (
             text
         )
+
+
+def test_the_runs_readme_says_how_little_masking_moves_gemma():
+    """data/runs/README.md: the within-game std of v (mean over the run's games) of Gemma and
+    SmolLM2, and the median change bfloat16 scoring makes to Gemma's v."""
+    ds = run("arc").load()
+    std = ds["v"].std("subset").mean(["sample", "shot", "template"])
+    moved = abs(ds["v"] - ds["v_floor"]).sel(model="gemma3-270m").median()
+    quote = (
+        f"within-game std of v {float(std.sel(model='gemma3-270m')):.2f}, against "
+        f"{float(std.sel(model='smollm2-135m-instruct')):.2f} for SmolLM2; mean over the run's "
+        f"games, all shot settings) and bfloat16 rounding moves them by {float(moved):.2f} "
+        "(median over its masked prompts)"
+    )
+    assert quote in flat(RUNS / "README.md"), quote
