@@ -364,3 +364,28 @@ def test_the_runs_readme_says_how_little_masking_moves_gemma():
         "(median over its masked prompts)"
     )
     assert quote in flat(RUNS / "README.md"), quote
+
+
+def test_the_runs_readme_appendix_l_figures_are_the_shipped_run():
+    """data/runs/README.md's appendix L sentence: notebook 08's rewrite comparisons (all
+    higher, their p range) and the headline's jitter floor test, under the headline's rule."""
+    import psens.ips.factors as F
+    from psens.ips.headline import headline
+
+    ds = run("appendix_l")
+    text = flat(RUNS / "README.md")
+    ps = []
+    for rewrite in ("paraphrase", "reorder"):
+        tab = F.ips_by_perturbation(ds, kinds=("altering", rewrite), n_boot=1000, n_perm=2000)
+        assert (tab["difference"] > 0).all() and (tab["p_value"] >= 0.05).all(), rewrite
+        ps += list(tab["p_value"])
+    assert f"the paired p-values are {min(ps):.2f}–{max(ps):.2f}: inside the noise" in text
+    head = headline(ds).query("order == 'all'").set_index("model")
+    a, b = head.loc["smollm2-135m-instruct"], head.loc["gemma3-270m"]
+    assert (head["floor_kind"] == "jitter").all() and not head["above_floor"].any()
+    assert (head["diff_lo"] > 0).all()
+    assert (
+        f"(SmolLM2 {a.floor:.2f}, Gemma {b.floor:.2f}) both models' IPS ({a.ips:.2f}, "
+        f"{b.ips:.2f}) is higher, with a CI of IPS − floor above 0, but p = {a.p_value:.2f} and "
+        f"{b.p_value:.2f}: neither is above its floor by the headline's rule" in text
+    )
