@@ -389,3 +389,27 @@ def test_the_runs_readme_appendix_l_figures_are_the_shipped_run():
         f"{b.ips:.2f}) is higher, with a CI of IPS − floor above 0, but p = {a.p_value:.2f} and "
         f"{b.p_value:.2f}: neither is above its floor by the headline's rule" in text
     )
+
+
+def test_the_runs_readme_ips_by_format_dimension_is_the_shipped_run():
+    """data/runs/README.md's IPS by format dimension on ``formats.nc``: SmolLM2's dimensions
+    above its jitter floor with their IPS, the others within it; Gemma's all within."""
+    from psens.formats.analysis import dimension_sensitivity
+
+    words = {"space": "spacing", "case": "case", "sep": "separator", "enum": "enumeration"}
+    words["opt_name"] = "options name"
+    t = dimension_sensitivity(run("formats")).query("order == 'all'")
+    smol = t[t["model"] == "smollm2-135m-instruct"].sort_values("ips", ascending=False)
+    above = smol[~smol["within_noise"]]
+    assert set(above["dimension"]) == set(words) and smol["within_noise"].sum() == 4
+    listed = [f"{words[r.dimension]} ({r.ips:.2f})" for r in above.itertuples()]
+    quote = (
+        f"SmolLM2 above its jitter floor ({smol['floor'].iloc[0]:.2f}) for "
+        + ", ".join(listed[:-1])
+        + f" and {listed[-1]}"
+    )
+    text = flat(RUNS / "README.md")
+    assert quote in text, quote
+    gemma = t[t["model"] == "gemma3-270m"]
+    assert gemma["within_noise"].all()
+    assert f"Gemma-3-270M: every dimension within its floor ({gemma['floor'].iloc[0]:.2f})" in text
