@@ -413,3 +413,35 @@ def test_the_runs_readme_ips_by_format_dimension_is_the_shipped_run():
     gemma = t[t["model"] == "gemma3-270m"]
     assert gemma["within_noise"].all()
     assert f"Gemma-3-270M: every dimension within its floor ({gemma['floor'].iloc[0]:.2f})" in text
+
+
+def test_the_runs_readme_pss_confidence_sentence_is_the_shipped_runs():
+    """data/runs/README.md's decoding-confidence sentence: psens.pss.confidence_relation per
+    model, dataset and shot; the two intervals that exclude 0; and the count of the 20
+    intervals (8 few-shot changes, 12 correlations) that exclude 0, with its binomial P."""
+    import pandas as pd
+    from scipy.stats import binom
+
+    from psens.pss import confidence_relation, pss_by_shot
+
+    text = flat(RUNS / "README.md")
+    corr = {d: confidence_relation(run(n)) for d, n in PSS_RUNS.items()}
+    n_corr = sum(len(t) for t in corr.values())
+    n_excl = sum(int(t["excludes_zero"].sum()) for t in corr.values())
+    assert f"Of the {n_corr} Spearman correlations" in text
+    assert f"{n_corr - n_excl} have a CI containing 0" in text
+
+    def signed(x: float) -> str:
+        return f"{x:+.2f}".replace("-", "−")
+
+    arc = corr["ARC-Challenge"].set_index(["model", "shot"]).loc[("gemma3-270m", 0)]
+    assert f"(ρ = {signed(arc.r)}, CI {signed(arc.lo)} … {signed(arc.hi)})" in text
+    csqa = corr["CommonsenseQA"].set_index(["model", "shot"]).loc[("gemma3-270m", 1)]
+    assert f"(ρ = {signed(csqa.r)}, {signed(csqa.lo)} … {signed(csqa.hi)})" in text
+    assert n_excl == 2 and arc.excludes_zero and csqa.excludes_zero
+    changes = pd.concat([pss_by_shot(run(n)) for n in PSS_RUNS.values()]).query("shot > 0")
+    excl = n_excl + int(((changes["diff_lo"] > 0) | (changes["diff_hi"] < 0)).sum())
+    total = n_corr + len(changes)
+    p = 1 - binom.cdf(excl - 1, total, 0.05)
+    assert f"{excl} of the {total} intervals exclude 0" in text
+    assert f"(binomial P = {p:.2f} of at least {excl}" in text
