@@ -445,3 +445,19 @@ def test_the_runs_readme_pss_confidence_sentence_is_the_shipped_runs():
     p = 1 - binom.cdf(excl - 1, total, 0.05)
     assert f"{excl} of the {total} intervals exclude 0" in text
     assert f"(binomial P = {p:.2f} of at least {excl}" in text
+
+
+def test_the_runs_readme_pss_majority_answer_is_the_shipped_runs():
+    """data/runs/README.md: both models answer "A" under 69–74 % of the (item, shot, prompt)
+    cells of both PSS runs, while 1 of the 10 gold answers is "A" in each draw."""
+    shares, gold = [], []
+    for name in PSS_RUNS.values():
+        ds = run(name)
+        a = ds["prediction"].astype(str).str.strip() == "A"
+        shares += [float(x) for x in a.mean(["sample", "shot", "template"]).values]
+        gold.append(int((ds["target"].astype(str).str.strip() == "A").sum()))
+        assert ds.sizes["sample"] == 10
+    lo, hi = (round(100 * x) for x in (min(shares), max(shares)))
+    text = flat(RUNS / "README.md")
+    assert f'Both models answer "A" under {lo}–{hi} % of the (item, shot, prompt)' in text
+    assert set(gold) == {1} and '1 of the 10 gold answers is "A" in each draw' in text
