@@ -461,3 +461,26 @@ def test_the_runs_readme_pss_majority_answer_is_the_shipped_runs():
     text = flat(RUNS / "README.md")
     assert f'Both models answer "A" under {lo}–{hi} % of the (item, shot, prompt)' in text
     assert set(gold) == {1} and '1 of the 10 gold answers is "A" in each draw' in text
+
+
+def test_the_runs_readme_subjective_pss_is_the_shipped_run():
+    """data/runs/README.md's subjective PSS sentence is psens.pss.subjective.model_table's
+    on ``pss-alpaca.nc`` (PSS with CI, instructions, unparsed, share of "yes", the
+    between-instance PSS and its p)."""
+    from psens.pss.subjective import model_table
+
+    t = model_table(run("pss-alpaca")).set_index("model")
+    a, b = t.loc["smollm2-135m-instruct"], t.loc["gemma3-270m"]
+    n = int(a.ok + a.unparsed + a.failed)
+    text = flat(RUNS / "README.md")
+    assert (
+        f"SmolLM2-135M-Instruct PSS {a.pss:.3f} ({a.lo:.3f}–{a.hi:.3f}) over the {a.instances:.0f} "
+        f"instructions with two or more readable verdicts, {a.unparsed:.0f} of {n} verdicts "
+        f'unparsed, "yes" for {100 * a.mean_score:.0f} % of the scored responses; '
+        f"Gemma-3-270M {b.pss:.3f} ({b.lo:.3f}–{b.hi:.3f}) over {b.instances:.0f}, "
+        f'{b.unparsed:.0f} unparsed, {100 * b.mean_score:.0f} % "yes"' in text
+    )
+    assert (
+        f"is {a.between_instance_pss:.3f} (p = {a.p_value:.2f}) and "
+        f"{b.between_instance_pss:.3f} (p = {b.p_value:.2f})" in text
+    )
