@@ -484,3 +484,40 @@ def test_the_runs_readme_subjective_pss_is_the_shipped_run():
         f"is {a.between_instance_pss:.3f} (p = {a.p_value:.2f}) and "
         f"{b.between_instance_pss:.3f} (p = {b.p_value:.2f})" in text
     )
+
+
+def test_the_runs_readme_dbsa_sentence_is_notebook_11s_reading(monkeypatch, capsys):
+    """data/runs/README.md's DBSA sentence is what notebook 11's own reading cell prints on
+    the shipped run: words at p < 0.05 per model with the chance count and P, the verdicts,
+    the rank correlation and the band unrelated rankings reach."""
+    from tests.support import run_notebook_cells
+
+    monkeypatch.chdir(ROOT / "notebooks")  # the notebook finds data/ from its folder
+    run_notebook_cells(
+        "11_dbsa",
+        {"PSENS_RUN": "", "PSENS_SIZE": ""},
+        "from psens.dbsa import run as dbsa_run",
+        "TREE = psens.open_run(RUN_FILE)",
+        "results = dbsa_run.results(TREE)",
+        "p_hits = float(binom.sf",
+    )
+    out = capsys.readouterr().out
+    hits = dict(re.findall(r"clinical (\S+)\s+(\d+ of \d+ words at p < 0\.05 .*)", out))
+    smol, gemma = hits["smollm2-135m-instruct"], hits["gemma3-270m"]
+    assert smol.startswith("0 of 40 words") and "(chance: 2.0;" in smol
+    assert smol.endswith("within chance: not a finding")
+    assert gemma.startswith("5 of 40 words") and "P(>= 5 by chance) = 0.05)" in gemma
+    assert gemma.endswith("borderline (words are not independent tests): not a finding")
+    rho, band = re.search(
+        r"= (-?\d\.\d+) over 40 words; unrelated rankings reach \|rho\| <= (\d\.\d+) -> inside", out
+    ).groups()
+    text = flat(RUNS / "README.md")
+    assert (
+        "DBSA (clinical note, 40 words): SmolLM2 has no word at p < 0.05 (2 expected by chance); "
+        "Gemma-3-270M has 5 (P = 0.05 of at least 5 by chance, the words not being independent "
+        "tests: borderline, not a finding)" in text
+    )
+    rho_text = f"{float(rho):.2f}".replace("-", "−")
+    assert (
+        f"(Spearman ρ = {rho_text}, inside the ±{band} that unrelated rankings of 40 words" in text
+    )
