@@ -18,7 +18,9 @@
 #
 # **A 20-minute workshop path** (2-core laptop, offline; `make demo` the day before):
 #
-# 1. (5 min) this notebook: one item under five templates, IPS and its noise floor, the verdict;
+# 1. (5 min) this notebook: one item and each model's answer under five templates; how much the
+#    answers' interactions change between templates (IPS), and whether that is a finding — with
+#    the answer asked as a letter, then in the cloze form;
 # 2. (5 min) **01** interactions reproduce the model exactly, and few are salient;
 # 3. (5 min) **02** one item under two templates — stable and unstable interactions;
 # 4. (5 min) **12** how much of IPS is the model: solvers and numerical noise.
@@ -68,7 +70,7 @@ print("words masked:", [str(w) for w in ds["word"].sel(sample=sample).values if 
 #
 # * **IPS** compares the salient interactions (normalised effect $|\tilde I| > \tau$) of two templates: 0 when they are identical, 2 when every one flips sign; a model's IPS is the mean over items and template pairs. Low/mid/high restrict it to interactions of few, some or many words (§4.3).
 # * The **noise floor** is the IPS between two scorings of the *same* prompts (here float32 against bfloat16): what IPS numerical rounding alone gives. A template effect is only measured when IPS is above it.
-# * **IPS − floor** is that margin, with a 95 % bootstrap CI over items; **d_z** is the margin in units of its spread across items (an effect size); **p** is a paired sign-flip test over items: how often a margin this large comes from flipping each item's sign at random.
+# * **IPS − floor** is that margin, with a 95 % bootstrap CI over items; **d_z** is the margin in units of its spread across items (an effect size); **p** is the p-value of a paired sign-flip test over items: the share of random sign flips of the items' margins that give a mean margin at least this large (a small p: noise rarely gives such a margin).
 # * The **verdict** says whether the model's IPS is a **finding**: above its floor *and* no caveat. A model answering one letter on most items ("majority answer A on 95 %"), answering at chance, or copying the few-shot examples' letter has an IPS that measures its answer preference, not how it reads the question — not a finding, even when its margin over the floor is clear.
 #
 # `ds.psens.headline()` computes all of it, the same numbers `psens summary` and the report print (black ticks on the chart: the floor).
@@ -160,6 +162,11 @@ pw.show(pd.DataFrame(rows).round(3), ds, cloze)
 
 # %%
 print("\n".join(headline_lines(cloze_head)))
+print(
+    "\nThe paper reports that low-order interactions are the least sensitive and high-order "
+    "ones the most (fig. 9). In the cloze form:"
+)
+print("\n".join(pw.order_verdicts(cloze_head, cloze)))
 order_ips_chart(
     cloze_head,
     orders=("all", "low", "mid", "high"),
@@ -167,7 +174,7 @@ order_ips_chart(
 )
 
 # %% [markdown]
-# Same models, same kind of question, two formulations: with letters the verdict is "not a finding" (answering one letter, at chance); in the cloze form the models are above chance and the verdict above says whether their sensitivity to the template's wording clears its noise floor. Notebook 04 tests the paper's order claim on this run.
+# Same models, same kind of question, two formulations: with letters the verdict is "not a finding" (answering one letter, at chance), so the paper's claims cannot be tested on that run; in the cloze form the models are above chance, the verdict above says whether their sensitivity to the template's wording clears its noise floor, and where it does, the order claim is tested on it (the lines above; notebook 04 goes through it band by band).
 
 # %% [markdown]
 # **Next:** notebooks 01–04 walk through the IPS paper section by section; 09–11 the other three methods; 12 checks how much of IPS is the model rather than the solver or numerical noise.

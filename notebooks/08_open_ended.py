@@ -204,6 +204,7 @@ from IPython.display import display
 
 import psens
 import psens.ips.factors as F
+from psens.stats import change_verdict
 
 APPENDIX_L = Path.cwd().parent / "data" / "runs" / "appendix_l.nc"
 run_l = psens.open_run(APPENDIX_L) if APPENDIX_L.exists() else None
@@ -230,16 +231,10 @@ if run_l is not None:
         show = tab[[*cols, f"ips_{rewrite}", f"ips_{rewrite}_lo", f"ips_{rewrite}_hi", "p_value"]]
         display(show.round(3))
         for row in tab.itertuples():
-            if row.diff_lo <= 0 <= row.diff_hi:
-                why = "the CI contains 0: not a finding"
-            elif row.p_value >= 0.05:  # a bootstrap CI over a few items is too narrow
-                why = (
-                    f"the bootstrap CI excludes 0, but the paired test over {n_items} items "
-                    f"cannot reach p < 0.05 (smallest possible p = {2 / 2**n_items:.3f}): "
-                    "not a finding"
-                )
-            else:
-                why = "beyond the noise of these items"
+            # the one verdict on a change (psens.stats.change_verdict: CI and paired test)
+            why = change_verdict(row.diff_lo, row.diff_hi, row.p_value, words=("higher", "lower"))
+            if 2 / 2**n_items >= 0.05 and not (row.diff_lo <= 0 <= row.diff_hi):
+                why += f" (with {n_items} items the smallest possible p is {2 / 2**n_items:.3f})"
             print(
                 f"{row.model}: IPS({rewrite}) - IPS(template change) = {row.difference:+.3f} "
                 f"[{row.diff_lo:+.3f}, {row.diff_hi:+.3f}], p = {row.p_value:.3f} -> {why}"

@@ -125,7 +125,7 @@ floors.round(3)
 # %% [markdown]
 # ## 3 · Do the paper's claims hold on this run, under each solver?
 #
-# Computed below per model, whichever way it comes out: "low-order interactions are the least sensitive" holds for a solver when the model's mean low-order IPS is below both its mid- and high-order IPS; "few-shot lowers IPS" (only for runs with a `shot` dim) when its mean IPS at the largest shot count is below its 0-shot IPS. A model that is not a finding (`psens.ips.verdicts.findings`: below its noise floor, answering one letter, at chance, or copying the few-shot examples' letter) gets its numbers but no verdict; models are never averaged together.
+# Computed below per model, whichever way it comes out: "low-order interactions are the least sensitive" holds for a solver when the model's mean low-order IPS is below both its mid- and high-order IPS. Under each solver the cell also prints the model's IPS at each shot setting (all template pairs, as the headline); the few-shot verdict itself (only for runs with a `shot` dim) is the one of notebook 05, `psens.ips.claims.few_shot_claim` on the run's stored split: templates 1 and 4, ΔIPS with its CI and p, and the answer confound. A model that is not a finding (`psens.ips.verdicts.findings`: below its noise floor, answering one letter, at chance, or copying the few-shot examples' letter) gets its numbers but no verdict; models are never averaged together.
 
 # %%
 from psens.ips.verdicts import findings_models
@@ -151,13 +151,17 @@ for model in model_names(means):
             verdicts[(str(model), str(solver))] = holds
         lines.append(text)
         if "shot" in m.dims and m.sizes["shot"] > 1:
-            first = float(m.sel(order="all").isel(shot=0))
-            last = float(m.sel(order="all").isel(shot=-1))
-            lines.append(
-                f"    {int(m['shot'].values[-1])}-shot IPS {last:.3f} vs 0-shot {first:.3f} "
-                f"({(last - first) / first:+.1%})"
+            by_shot = ", ".join(
+                f"{int(k)}-shot {float(m.sel(order='all', shot=k)):.3f}" for k in m["shot"].values
             )
+            lines.append(f"    IPS (all template pairs) {by_shot}")
 print(f"{SOURCE}:\n" + "\n".join(lines))
+if "shot" in ds.dims and ds.sizes["shot"] > 1 and 0 in ds["shot"].values:
+    from psens.ips.claims import few_shot_claim
+
+    claim = few_shot_claim(ds, reasons=why)  # the one few-shot verdict (notebook 05's)
+    print(f"\nFew-shot, the run's stored {run_settings(ds).solver} split (few_shot_claim):")
+    print("\n".join(pw.few_shot_verdicts(claim, ds)))
 for model in model_names(means):
     v = {s: h for (m, s), h in verdicts.items() if m == str(model)}
     if not v:

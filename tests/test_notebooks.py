@@ -235,3 +235,145 @@ def test_method_notebook_opens_its_shipped_run_by_default(name, monkeypatch):
     for needle in expected:
         assert needle in text
     assert elapsed < BUDGET, f"{path.name} took {elapsed:.0f} s (budget {BUDGET:.0f} s)"
+
+
+# ------------------------------------------------------------ notebook 00 as a start
+
+
+@pytest.fixture(scope="module")
+def start_here() -> list:
+    """Notebook 00 run top to bottom on its defaults (the shipped letters and cloze runs):
+    its cells, outputs included."""
+    path = ROOT / "notebooks" / "00_start_here.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    setup = (
+        "import os, sys\nos.environ.update(PSENS_RUN='', PSENS_SIZE='')\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "import tests.conftest  # psens.widgets from this checkout, as the tests import it"
+    )
+    nb.cells.insert(0, nbformat.v4.new_code_cell(setup))
+    _execute(nb, path, BUDGET)
+    assert not _errors(nb), _errors(nb)
+    return nb.cells[1:]
+
+
+def _reading(cells) -> list[tuple[str, str]]:
+    """What a reader meets, in order: ``("markdown", source)`` and ``("output", text)`` (a
+    printed stream or a display's plain text)."""
+    parts = []
+    for cell in cells:
+        if cell.cell_type == "markdown":
+            parts.append(("markdown", cell.source))
+        for o in cell.get("outputs", []):
+            text = o.get("text") or o.get("data", {}).get("text/plain", "")
+            parts.append(("output", text))
+    return parts
+
+
+def _table_rows(text: str) -> dict[str, list[str]]:
+    """A small DataFrame's plain text as ``{first column: the other columns}``."""
+    return {line.split()[0]: line.split()[1:] for line in text.splitlines() if line.strip()}
+
+
+def _answers_shown(cells, run, sample: str) -> None:
+    """Some display of notebook 00 is the table of ``run``'s answers to ``sample``: one row
+    per model, one column per template, the predictions in template order."""
+    want = run["prediction"].sel(sample=sample)
+    templates = [str(t) for t in run["template"].values]
+    for _, text in _reading(cells):
+        rows = _table_rows(text)
+        if rows.get("template") == templates:
+            for model in run["model"].values:
+                assert rows[str(model)] == [str(x).strip() for x in want.sel(model=model).values]
+            return
+    raise AssertionError(f"notebook 00 shows no table of the answers to {sample}")
+
+
+def test_notebook_00_shows_one_item_whole(start_here):
+    """The question, its options, the right answer and each model's answer under each
+    template, of the first item of the shipped letters run and of the cloze run."""
+    import psens
+    from psens.datasets import load
+
+    text = "\n".join(t for kind, t in _reading(start_here) if kind == "output")
+    for file, formulation in (("arc.nc", "letters"), ("cloze-arc-easy.nc", "cloze")):
+        run = psens.open_run(ROOT / "data" / "runs" / file)
+        if "shot" in run.dims:
+            run = run.sel(shot=run["shot"].values[0])
+        sample = str(run["sample"].values[0])
+        item = next(x for x in load(run.attrs["dataset"], "validation") if x.id == sample)
+        assert item.question in text, formulation
+        for _, option in item.options:
+            assert option in text, (formulation, option)
+        right = str(run["target"].sel(sample=sample).values).strip()
+        assert right == item.answer
+        label = "right answer:" if formulation == "letters" else "right option:"
+        assert f"{label} {right}" in " ".join(text.split()), formulation
+        _answers_shown(start_here, run, sample)
+
+
+def test_notebook_00_draws_a_chart(start_here):
+    charts = [
+        o
+        for c in start_here
+        for o in c.get("outputs", [])
+        if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+        and "altair" in o["data"].get("text/plain", "")
+    ]
+    assert len(charts) >= 1
+
+
+#: each term of the verdict and the sentence that explains it in notebook 00
+TERMS = {
+    r"\bfloor\b": "The **noise floor** is",
+    r"IPS − floor": "**IPS − floor** is",
+    r"\bd_z\b": "**d_z** is",
+    r"(?<![\w\\^$.\-])p(?![\w(])": "**p** is",
+}
+
+
+@pytest.mark.parametrize("term", list(TERMS))
+def test_notebook_00_explains_each_term_where_it_first_appears(start_here, term):
+    """A reader of notebook 00 (its Markdown, headings aside, and its outputs, in order) meets
+    floor, IPS − floor, d_z and p first in the sentence that explains it."""
+    import re
+
+    for kind, text in _reading(start_here):
+        lines = [ln for ln in text.splitlines() if not (kind == "markdown" and ln.startswith("#"))]
+        first = next((ln for ln in lines if re.search(term, ln)), None)
+        if first is not None:
+            assert kind == "markdown" and TERMS[term] in first, (term, kind, first)
+            return
+    raise AssertionError(f"notebook 00 never uses {term}")
+
+
+def test_notebook_00_tells_letters_then_cloze(start_here):
+    """The workshop's story on the shipped runs: the same models asked for a letter are at
+    chance and no finding; in the cloze form they are above chance, and what IPS finds there
+    (its verdict, the paper's order claim) is printed — each from the one verdict rule."""
+    import psens
+    import psens.widgets as pw
+    from psens.ips.verdicts import findings_models
+
+    text = "\n".join(t for kind, t in _reading(start_here) if kind == "output")
+    html = "".join(
+        o["data"].get("text/html", "")
+        for c in start_here
+        for o in c.get("outputs", [])
+        if "data" in o
+    )
+    assert "formulation" in html
+    for file, above in (("arc.nc", False), ("cloze-arc-easy.nc", True)):
+        run = psens.open_run(ROOT / "data" / "runs" / file)
+        if "shot" in run.dims:
+            run = run.sel(shot=run["shot"].values[0])
+        head = run.psens.headline()
+        why = findings_models(run, heads=head)
+        for r in head[head["order"] == "all"].itertuples():
+            assert (r.accuracy > r.chance) is above, (file, r.model)
+            assert (why[r.model] == "") is above, (file, r.model, why[r.model])
+            verdict = f"not a finding — {why[r.model]}" if why[r.model] else "a finding"
+            assert f">{verdict}</td>" in html, (file, r.model, verdict)  # whole, not cut
+        if above:
+            for line in pw.order_verdicts(head, run):
+                assert line in text, line

@@ -398,3 +398,273 @@ def test_the_runs_readme_pss_confidence_exclusions_are_the_functions():
     assert (row.model, row.shot, row.within_noise) == ("smollm2-135m-instruct", 3, True)
     chance = chance_level(run("pss-csqa"))
     assert f"at 3 shots (accuracy {row.accuracy:.2f} against chance {chance:.2f})" in text
+
+
+def test_the_cloze_format_oracles_row_is_the_shipped_file():
+    """data/runs/README.md's row of ``cloze-formats.nc``: its model, all 570 ARC-Easy
+    validation items, 16 formats, answers only, 9,120 prompts."""
+    from psens.datasets import load
+    from psens.store.labels import model_names
+
+    row = next(ln for ln in (RUNS / "README.md").read_text().splitlines() if "`cloze-formats" in ln)
+    ds = run("cloze-formats")
+    assert model_names(ds) == ["smollm2-135m-instruct"]
+    assert "SmolLM2-135M-Instruct (Gemma-3-270M's half is pending)" in row
+    n, k = ds.sizes["sample"], ds.sizes["template"]
+    assert n == len(load("arc-easy", "validation")) == 570 and ds.attrs["dataset"] == "arc-easy"
+    assert f"all {n} ARC-Easy validation items" in row and f"| {k} formats" in row
+    assert ds.sizes["var"] == 0 and "`n_vars = 0`" in row
+    assert f"{n * k:,} prompts" in row
+
+
+#: data/runs/README.md's names of the shipped PSS runs and their models
+PSS_RUNS = {"ARC-Challenge": "pss-arc", "CommonsenseQA": "pss-csqa"}
+PSS_MODELS = {"SmolLM2-135M-Instruct": "smollm2-135m-instruct", "Gemma-3-270M": "gemma3-270m"}
+
+
+def test_the_runs_readme_pss_table_and_few_shot_changes_are_the_shipped_runs():
+    """Each row of data/runs/README.md's PSS table (PSS with its CI per shot, accuracy and
+    confidence per shot) and its few-shot sentence are psens.pss's on the shipped runs."""
+    from psens.pss import instance_table, pss_by_shot
+
+    text = (RUNS / "README.md").read_text()
+    changes = []
+    for dataset, name in PSS_RUNS.items():
+        ds = run(name)
+        by_shot = pss_by_shot(ds).set_index(["model", "shot"])
+        means = instance_table(ds).groupby(["model", "shot"])[["accuracy", "confidence"]].mean()
+        for label, model in PSS_MODELS.items():
+            shots = [int(k) for k in ds["shot"].values]
+            pss = [by_shot.loc[(model, k)] for k in shots]
+            cells = [f"{r['pss']:.3f} ({r['lo']:.3f}–{r['hi']:.3f})" for r in pss]
+            for col in ("accuracy", "confidence"):
+                cells.append(" / ".join(f"{means.loc[(model, k), col]:.2f}" for k in shots))
+            row = f"| {dataset} | {label} | " + " | ".join(cells) + " |"
+            assert row in text, row
+            changes += [(dataset, label, k, by_shot.loc[(model, k)]) for k in shots if k]
+    flat_text = flat(RUNS / "README.md")
+    within = sum(bool(r["diff_lo"] <= 0 <= r["diff_hi"]) for *_, r in changes)
+    assert f"Of the {len(changes)} changes against 0 shots, {within} have" in flat_text
+
+    def signed(x: float) -> str:
+        return f"{x:+.3f}".replace("-", "−")
+
+    picked = {(d, m, k): r for d, m, k, r in changes}
+    rise = picked[("CommonsenseQA", "SmolLM2-135M-Instruct", 3)]
+    assert (
+        f"({signed(rise['diff'])}, CI {signed(rise['diff_lo'])} … {signed(rise['diff_hi'])}) "
+        f"but its sign-flip p is {rise['p_value']:.2f}: not a finding" in flat_text
+    )
+    assert rise["within_noise"] and rise["diff_lo"] > 0
+    drop = picked[("CommonsenseQA", "Gemma-3-270M", 1)]
+    assert (
+        f"({signed(drop['diff'])}, CI {signed(drop['diff_lo'])} … {signed(drop['diff_hi'])}, "
+        f"p = {drop['p_value']:.2f}) is within noise" in flat_text
+    )
+    assert drop["within_noise"]
+
+
+def test_the_runs_readme_format_spreads_are_the_shipped_runs():
+    """data/runs/README.md's accuracy spreads of ``formats.nc`` and ``formats-acc.nc`` (range,
+    spread with its CI, the null spread and p, PSS across the formats) are
+    ``accuracy_spread`` and ``format_pss`` with their defaults, and both are within noise."""
+    from psens.formats.analysis import accuracy_spread, format_pss
+
+    text = flat(RUNS / "README.md")
+    for name, d in (("formats", 2), ("formats-acc", 3)):
+        ds = run(name)
+        s = accuracy_spread(ds).set_index("model")
+        pss = format_pss(ds)
+        assert s["within_noise"].all(), name
+        parts = []
+        for model, r in s.iterrows():
+            rng = f"{r.worst_accuracy:.2f}–{r.best_accuracy:.2f}"
+            parts.append(
+                (rng, f"{r.spread:.{d}f}", f"{r.lo:.{d}f}–{r.hi:.{d}f}", f"{pss[model]:.{d}f}")
+            )
+        (a_rng, a_sp, a_ci, a_pss), (b_rng, b_sp, b_ci, b_pss) = parts
+        a, b = s.iloc[0], s.iloc[1]
+        spread = f"SmolLM2 {a_rng} (spread {a_sp}, 95 % bootstrap CI {a_ci}), Gemma-3-270M"
+        assert spread in text, spread
+        assert f"Gemma-3-270M {b_rng} ({b_sp}, {b_ci})" in text, (name, b_rng, b_sp, b_ci)
+        null = f"permutation mean {a.null_spread:.{d}f} and {b.null_spread:.{d}f}"
+        assert f"{null}, p = {a.p_value:.2f} and {b.p_value:.2f}" in text, (name, null)
+        assert f"PSS across the formats{':' if name == 'formats' else ''} {a_pss} and {b_pss}" in (
+            text
+        )
+
+
+def test_the_runs_readme_says_how_little_masking_moves_gemma():
+    """data/runs/README.md: the within-game std of v (mean over the run's games) of Gemma and
+    SmolLM2, and the median change bfloat16 scoring makes to Gemma's v."""
+    ds = run("arc").load()
+    std = ds["v"].std("subset").mean(["sample", "shot", "template"])
+    moved = abs(ds["v"] - ds["v_floor"]).sel(model="gemma3-270m").median()
+    quote = (
+        f"within-game std of v {float(std.sel(model='gemma3-270m')):.2f}, against "
+        f"{float(std.sel(model='smollm2-135m-instruct')):.2f} for SmolLM2; mean over the run's "
+        f"games, all shot settings) and bfloat16 rounding moves them by {float(moved):.2f} "
+        "(median over its masked prompts)"
+    )
+    assert quote in flat(RUNS / "README.md"), quote
+
+
+def test_the_runs_readme_appendix_l_figures_are_the_shipped_run():
+    """data/runs/README.md's appendix L sentence: notebook 08's rewrite comparisons (all
+    higher, their p range) and the headline's jitter floor test, under the headline's rule."""
+    import psens.ips.factors as F
+    from psens.ips.headline import headline
+
+    ds = run("appendix_l")
+    text = flat(RUNS / "README.md")
+    ps = []
+    for rewrite in ("paraphrase", "reorder"):
+        tab = F.ips_by_perturbation(ds, kinds=("altering", rewrite), n_boot=1000, n_perm=2000)
+        assert (tab["difference"] > 0).all() and (tab["p_value"] >= 0.05).all(), rewrite
+        ps += list(tab["p_value"])
+    assert f"the paired p-values are {min(ps):.2f}–{max(ps):.2f}: inside the noise" in text
+    head = headline(ds).query("order == 'all'").set_index("model")
+    a, b = head.loc["smollm2-135m-instruct"], head.loc["gemma3-270m"]
+    assert (head["floor_kind"] == "jitter").all() and not head["above_floor"].any()
+    assert (head["diff_lo"] > 0).all()
+    assert (
+        f"(SmolLM2 {a.floor:.2f}, Gemma {b.floor:.2f}) both models' IPS ({a.ips:.2f}, "
+        f"{b.ips:.2f}) is higher, with a CI of IPS − floor above 0, but p = {a.p_value:.2f} and "
+        f"{b.p_value:.2f}: neither is above its floor by the headline's rule" in text
+    )
+
+
+def test_the_runs_readme_ips_by_format_dimension_is_the_shipped_run():
+    """data/runs/README.md's IPS by format dimension on ``formats.nc``: SmolLM2's dimensions
+    above its jitter floor with their IPS, the others within it; Gemma's all within."""
+    from psens.formats.analysis import dimension_sensitivity
+
+    words = {"space": "spacing", "case": "case", "sep": "separator", "enum": "enumeration"}
+    words["opt_name"] = "options name"
+    t = dimension_sensitivity(run("formats")).query("order == 'all'")
+    smol = t[t["model"] == "smollm2-135m-instruct"].sort_values("ips", ascending=False)
+    above = smol[~smol["within_noise"]]
+    assert set(above["dimension"]) == set(words) and smol["within_noise"].sum() == 4
+    listed = [f"{words[r.dimension]} ({r.ips:.2f})" for r in above.itertuples()]
+    quote = (
+        f"SmolLM2 above its jitter floor ({smol['floor'].iloc[0]:.2f}) for "
+        + ", ".join(listed[:-1])
+        + f" and {listed[-1]}"
+    )
+    text = flat(RUNS / "README.md")
+    assert quote in text, quote
+    gemma = t[t["model"] == "gemma3-270m"]
+    assert gemma["within_noise"].all()
+    assert f"Gemma-3-270M: every dimension within its floor ({gemma['floor'].iloc[0]:.2f})" in text
+
+
+def test_the_runs_readme_pss_confidence_sentence_is_the_shipped_runs():
+    """data/runs/README.md's decoding-confidence sentence: psens.pss.confidence_relation per
+    model, dataset and shot; the two intervals that exclude 0; and the count of the 20
+    intervals (8 few-shot changes, 12 correlations) that exclude 0, with its binomial P."""
+    import pandas as pd
+    from scipy.stats import binom
+
+    from psens.pss import confidence_relation, pss_by_shot
+
+    text = flat(RUNS / "README.md")
+    corr = {d: confidence_relation(run(n)) for d, n in PSS_RUNS.items()}
+    n_corr = sum(len(t) for t in corr.values())
+
+    def excludes_zero(t):  # the CI of the correlation leaves out 0
+        return (t["lo"] > 0) | (t["hi"] < 0)
+
+    n_excl = sum(int(excludes_zero(t).sum()) for t in corr.values())
+    assert f"Of the {n_corr} Spearman correlations" in text
+    assert f"{n_corr - n_excl} have a CI containing 0" in text
+
+    def signed(x: float) -> str:
+        return f"{x:+.2f}".replace("-", "−")
+
+    arc = corr["ARC-Challenge"].set_index(["model", "shot"]).loc[("gemma3-270m", 0)]
+    assert f"(ρ = {signed(arc.r)}, CI {signed(arc.lo)} … {signed(arc.hi)})" in text
+    csqa = corr["CommonsenseQA"].set_index(["model", "shot"]).loc[("gemma3-270m", 1)]
+    assert f"(ρ = {signed(csqa.r)}, {signed(csqa.lo)} … {signed(csqa.hi)})" in text
+    assert n_excl == 2 and (arc.lo > 0 or arc.hi < 0) and (csqa.lo > 0 or csqa.hi < 0)
+    changes = pd.concat([pss_by_shot(run(n)) for n in PSS_RUNS.values()]).query("shot > 0")
+    excl = n_excl + int(((changes["diff_lo"] > 0) | (changes["diff_hi"] < 0)).sum())
+    total = n_corr + len(changes)
+    p = 1 - binom.cdf(excl - 1, total, 0.05)
+    assert f"{excl} of the {total} intervals exclude 0" in text
+    assert f"(binomial P = {p:.2f} of at least {excl}" in text
+
+
+def test_the_runs_readme_pss_majority_answer_is_the_shipped_runs():
+    """data/runs/README.md: both models answer "A" under 69–74 % of the (item, shot, prompt)
+    cells of both PSS runs, while 1 of the 10 gold answers is "A" in each draw."""
+    shares, gold = [], []
+    for name in PSS_RUNS.values():
+        ds = run(name)
+        a = ds["prediction"].astype(str).str.strip() == "A"
+        shares += [float(x) for x in a.mean(["sample", "shot", "template"]).values]
+        gold.append(int((ds["target"].astype(str).str.strip() == "A").sum()))
+        assert ds.sizes["sample"] == 10
+    lo, hi = (round(100 * x) for x in (min(shares), max(shares)))
+    text = flat(RUNS / "README.md")
+    assert f'Both models answer "A" under {lo}–{hi} % of the (item, shot, prompt)' in text
+    assert set(gold) == {1} and '1 of the 10 gold answers is "A" in each draw' in text
+
+
+def test_the_runs_readme_subjective_pss_is_the_shipped_run():
+    """data/runs/README.md's subjective PSS sentence is psens.pss.subjective.model_table's
+    on ``pss-alpaca.nc`` (PSS with CI, instructions, unparsed, share of "yes", the
+    between-instance PSS and its p)."""
+    from psens.pss.subjective import model_table
+
+    t = model_table(run("pss-alpaca")).set_index("model")
+    a, b = t.loc["smollm2-135m-instruct"], t.loc["gemma3-270m"]
+    n = int(a.ok + a.unparsed + a.failed)
+    text = flat(RUNS / "README.md")
+    assert (
+        f"SmolLM2-135M-Instruct PSS {a.pss:.3f} ({a.lo:.3f}–{a.hi:.3f}) over the {a.instances:.0f} "
+        f"instructions with two or more readable verdicts, {a.unparsed:.0f} of {n} verdicts "
+        f'unparsed, "yes" for {100 * a.mean_score:.0f} % of the scored responses; '
+        f"Gemma-3-270M {b.pss:.3f} ({b.lo:.3f}–{b.hi:.3f}) over {b.instances:.0f}, "
+        f'{b.unparsed:.0f} unparsed, {100 * b.mean_score:.0f} % "yes"' in text
+    )
+    assert (
+        f"is {a.between_instance_pss:.3f} (p = {a.p_value:.2f}) and "
+        f"{b.between_instance_pss:.3f} (p = {b.p_value:.2f})" in text
+    )
+
+
+def test_the_runs_readme_dbsa_sentence_is_notebook_11s_reading(monkeypatch, capsys):
+    """data/runs/README.md's DBSA sentence is what notebook 11's own reading cell prints on
+    the shipped run: words at p < 0.05 per model with the chance count and P, the verdicts,
+    the rank correlation and the band unrelated rankings reach."""
+    from tests.support import run_notebook_cells
+
+    monkeypatch.chdir(ROOT / "notebooks")  # the notebook finds data/ from its folder
+    run_notebook_cells(
+        "11_dbsa",
+        {"PSENS_RUN": "", "PSENS_SIZE": ""},
+        "from psens.dbsa import run as dbsa_run",
+        "TREE = psens.open_run(RUN_FILE)",
+        "results = dbsa_run.results(TREE)",
+        "p_hits = float(binom.sf",
+    )
+    out = capsys.readouterr().out
+    hits = dict(re.findall(r"clinical (\S+)\s+(\d+ of \d+ words at p < 0\.05 .*)", out))
+    smol, gemma = hits["smollm2-135m-instruct"], hits["gemma3-270m"]
+    assert smol.startswith("0 of 40 words") and "(chance: 2.0;" in smol
+    assert smol.endswith("within chance: not a finding")
+    assert gemma.startswith("5 of 40 words") and "P(>= 5 by chance) = 0.05)" in gemma
+    assert gemma.endswith("borderline (words are not independent tests): not a finding")
+    rho, band = re.search(
+        r"= (-?\d\.\d+) over 40 words; unrelated rankings reach \|rho\| <= (\d\.\d+) -> inside", out
+    ).groups()
+    text = flat(RUNS / "README.md")
+    assert (
+        "DBSA (clinical note, 40 words): SmolLM2 has no word at p < 0.05 (2 expected by chance); "
+        "Gemma-3-270M has 5 (P = 0.05 of at least 5 by chance, the words not being independent "
+        "tests: borderline, not a finding)" in text
+    )
+    rho_text = f"{float(rho):.2f}".replace("-", "−")
+    assert (
+        f"(Spearman ρ = {rho_text}, inside the ±{band} that unrelated rankings of 40 words" in text
+    )

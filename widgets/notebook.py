@@ -521,7 +521,8 @@ def _cuts_text(table) -> bool:
     width = pd.get_option("display.max_colwidth")
     if width is None or not isinstance(table, pd.DataFrame):
         return False
-    cells = [table[c].dropna().astype(str) for c in table.columns if table[c].dtype == object]
+    text = [c for c in table.columns if pd.api.types.is_string_dtype(table[c].dtype)]
+    cells = [table[c].dropna().astype(str) for c in text]  # object or pandas 3's str
     return any(len(c) and int(c.str.len().max()) > width for c in cells)
 
 

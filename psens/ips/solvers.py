@@ -384,8 +384,10 @@ def _finish(out, names: tuple[str, ...], n_vertices: int) -> None:
 def solver_table(result):
     """Mean IPS per solver and order (NaN skipped, counts reported), and the spread.
 
-    Averages over every dim but ``solver``, ``model`` and ``order`` (samples, shots, …), as
-    :func:`psens.ips.aggregate` does: NaN values are skipped and counted.
+    Averages over every dim but ``solver``, ``model``, ``order`` and ``shot`` (the samples),
+    as :func:`psens.ips.aggregate` does: NaN values are skipped and counted. Shot settings
+    are never pooled (as in the headline): a result with a ``shot`` dim gives one block per
+    shot setting, under a ``shot`` level.
 
     Parameters
     ----------
@@ -396,7 +398,8 @@ def solver_table(result):
     -------
     pandas.DataFrame
         One row per solver, then ``"spread: mean"`` and ``"spread: max"`` (the per-sample
-        spread's mean and maximum), under a ``model`` level when the result has one.
+        spread's mean and maximum), under a ``model`` level when the result has one, under
+        a ``shot`` level (first) when it has a ``shot`` dim.
         Columns: the mean per order (``all``, ``low``, ``mid``, ``high``), ``n_<order>``
         (values used) and, for solvers, ``max_excess`` (largest relative excess of the
         objective over the LP optimum; NaN without an LP solver) and ``seconds``.
@@ -412,6 +415,11 @@ def solver_table(result):
     for name in ("ips", "spread", "objective"):
         if name not in result:
             fail("solver_table", f"the result has no {name!r}", "Pass solver_sensitivity(...)")
+    if "shot" in result["ips"].dims:  # one block per shot setting, never pooled
+        blocks = {int(k): solver_table(result.sel(shot=k)) for k in result["shot"].values}
+        table = pd.concat(blocks, names=["shot"])
+        table.attrs.update(result.attrs)
+        return table
     orders = [str(o) for o in result["order"].values]
     has_model = "model" in result["ips"].dims
     names = model_names(result) if has_model else [None]

@@ -505,3 +505,32 @@ def test_factors_import_neither_ui_nor_altair():
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_notebook_08s_rewrite_verdicts_are_the_one_change_verdict(monkeypatch, capsys):
+    """Notebook 08's paraphrase and reorder lines on the shipped appendix L run: each
+    verdict is psens.stats.change_verdict of its CI and paired p (a CI excluding 0 is no
+    finding while the test does not reject, and the line says why: 4 items cannot give
+    p < 0.05)."""
+    import re
+
+    from psens.stats import change_verdict
+    from tests.support import ROOT, run_notebook_cells
+
+    monkeypatch.chdir(ROOT / "notebooks")  # the notebook finds data/ from its folder
+    scope = run_notebook_cells(
+        "08_open_ended", {"display": print}, "APPENDIX_L = ", "n_items = run_l.sizes"
+    )
+    out = capsys.readouterr().out
+    n = scope["run_l"].sizes["sample"]
+    lines = re.findall(r"^(\S+): IPS\((\w+)\) - IPS\(template change\) = .* -> (.*)$", out, re.M)
+    assert len(lines) == 2 * scope["run_l"].sizes["model"]
+    for model, rewrite, said in lines:
+        tab = F.ips_by_perturbation(
+            scope["run_l"], kinds=("altering", rewrite), n_boot=1000, n_perm=2000
+        ).set_index("model")
+        r = tab.loc[model]
+        want = change_verdict(r.diff_lo, r.diff_hi, r.p_value, words=("higher", "lower"))
+        assert said.startswith(want), (said, want)
+        if r.diff_lo > 0 and r.p_value >= 0.05:  # a CI excluding 0 beside "not a finding"
+            assert said.endswith(f"(with {n} items the smallest possible p is {2 / 2**n:.3f})")

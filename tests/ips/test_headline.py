@@ -124,9 +124,13 @@ def test_the_notebooks_print_the_headline():
         assert "headline_lines(head" in text, name
 
 
+def _readme() -> str:
+    return (ROOT / "README.md").read_text()
+
+
 def _readme_figures():
     """The README sentence that quotes the shipped runs' headline, as numbers."""
-    text = (ROOT / "README.md").read_text()
+    text = _readme()
     found = re.findall(r"<!-- headline ([\w-]+) -->(.*?)<!-- /headline -->", text, flags=re.S)
     assert found, "the README quotes no headline"
     return found
@@ -148,6 +152,99 @@ def test_readme_headline_figures_are_the_runs(run):
         assert bands in sentence, (model, bands, sentence)
         for caveat in filter(None, r.loc["all", "caveats"].split("; ")):
             assert caveat in sentence, (model, caveat)
+
+
+def _model_parts(sentence: str, head) -> dict[str, str]:
+    """The README's headline sentence of a run cut per model: after what it pools, one part
+    per model in the headline's order, "; " between them, each naming its model."""
+    models = list(dict.fromkeys(head["model"]))
+    parts = sentence.split(head.attrs["pools"], 1)[1].split("; ")
+    assert len(parts) == len(models), (models, parts)
+    for model, part in zip(models, parts, strict=True):
+        assert model.split("-")[0].rstrip("0123456789") in part.lower(), (model, part)
+    return dict(zip(models, parts, strict=True))
+
+
+@pytest.mark.parametrize("run", ["arc", "mmlu", "cloze-arc-easy"])
+def test_every_number_of_the_readme_headline_is_the_runs(run):
+    """Each decimal and percentage the README's headline sentence gives a model is one of that
+    model's headline figures (IPS and its bands to 2 decimals, accuracy to 2, the floor test's
+    p as ``headline_lines`` prints it, a caveat's share), each quoted accuracy and p is the
+    model's, and "above its noise floor" is said only of a model the headline puts above it."""
+    quoted = dict(_readme_figures())
+    head = headline(psens.open_run(ROOT / "data" / "runs" / f"{run}.nc"))
+    parts = _model_parts(" ".join(quoted[run].split()), head)
+    for model, part in parts.items():
+        r = head[head["model"] == model].set_index("order")
+        a = r.loc["all"]
+        figures = {_fmt(r.loc[o, "ips"], 2) for o in ("all", "low", "mid", "high")}
+        figures |= {_fmt(a["accuracy"], 2), f"{a['p_value']:.2g}"}
+        figures |= set(re.findall(r"\d+(?:\.\d+)? %", a["caveats"]))
+        numbers = re.findall(r"\d+\.\d+|\d+ %", part)
+        assert set(numbers) <= figures, (model, part, figures)
+        for acc in re.findall(r"accuracy (\d\.\d+)", part):
+            assert acc == _fmt(a["accuracy"], 2), (model, part)
+        for p in re.findall(r"p = (\d\.\d+)", part):
+            assert p == f"{a['p_value']:.2g}", (model, part)
+        said_above = "above its noise floor" in part and "not above" not in part
+        assert not said_above or bool(a["above_floor"]), (model, part)
+    after = _readme().split(f"<!-- headline {run} -->")[1].split("<!-- /headline -->")[1]
+    after = " ".join(after.split("<!--")[0].split("\n\n")[0].split())  # to the paragraph's end
+    assert set(re.findall(r"\d+\.\d+", after)) <= {f"{head['chance'].iloc[0]:.2f}"}, after
+
+
+#: what a verdict sentence of the README or data/runs/README.md says: which models are findings
+SAYS = {
+    "neither model's sensitivity is a finding": "none",
+    "both are findings": "all",
+    "both IPS are **findings**": "all",
+    "No model of this run is a finding": "none",
+    "On the shipped run no model is": "none",
+}
+#: each verdict sentence: the document, the run and the shot settings it speaks of
+VERDICTS = [
+    ("README.md", "neither model's sensitivity is a finding", "arc", [0]),
+    ("README.md", "both are findings", "cloze-arc-easy", None),
+    ("README.md", "On the shipped run no model is", "arc", [0, 1, 3]),
+    ("data/runs/README.md", "No model of this run is a finding", "arc", [0, 1, 3]),
+    ("data/runs/README.md", "both IPS are **findings**", "cloze-arc-easy", None),
+]
+
+
+@pytest.mark.parametrize(("doc", "phrase", "run", "shots"), VERDICTS)
+def test_each_verdict_the_readmes_state_is_the_verdict_functions(doc, phrase, run, shots):
+    """ "Neither model is a finding" / "both are findings" in README.md and data/runs/README.md
+    is what :func:`psens.ips.verdicts.findings_models` (the one rule) gives on the shipped run,
+    at the shot settings the sentence speaks of; the README states a verdict after the
+    headline of each run whose verdict it gives."""
+    from psens.ips.verdicts import findings_models
+
+    text = " ".join((ROOT / doc).read_text().split())
+    assert phrase in text, (doc, phrase)
+    ds = psens.open_run(ROOT / "data" / "runs" / f"{run}.nc")
+    why = findings_models(ds, shots)
+    are = sorted(m for m, reason in why.items() if not reason)
+    assert are == ([] if SAYS[phrase] == "none" else sorted(why)), (phrase, why)
+    if doc == "README.md" and phrase in SAYS and shots in (None, [0]):
+        tail = text.split(f"<!-- headline {run} -->", 1)[1].split("<!-- /headline -->", 1)[1]
+        assert phrase in tail.split("<!--", 1)[0], (run, phrase)
+
+
+def test_what_the_readme_says_of_each_model_on_the_shipped_run():
+    """ "SmolLM2 is above its floor but answers one letter (A at 0 shots, the examples' C with
+    examples), Gemma is below it": the headline at each shot setting."""
+    ds = psens.open_run(ROOT / "data" / "runs" / "arc.nc").load()
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert (
+        "SmolLM2 is above its floor but answers one letter (A at 0 shots, the examples' C with "
+        "examples), Gemma is below it" in text
+    )
+    for k in (0, 1, 3):
+        r = headline(ds, shot=k).query("order == 'all'").set_index("model")
+        assert bool(r.loc["smollm2-135m-instruct", "above_floor"])
+        assert not bool(r.loc["gemma3-270m", "above_floor"])
+        letter = "A" if k == 0 else "C"
+        assert f"majority answer {letter} on" in r.loc["smollm2-135m-instruct", "caveats"], k
 
 
 def test_the_runs_readme_few_shot_figures_are_the_shipped_runs():
@@ -248,3 +345,13 @@ def test_the_runs_readme_cloze_figures_are_the_shipped_run():
         assert quoted in text, (model, quoted)
         assert f"{r['accuracy']:.2f}" in text
         assert bool(r["above_floor"])
+    acc = " and ".join(f"{a:.2f}" for a in head.query("order == 'all'")["accuracy"])
+    assert f"(accuracy {acc} against {chance_level(ds):.2f})" in text
+    # the accuracy spread over the templates, inside its noise (psens.formats.analysis)
+    from psens.formats.analysis import accuracy_spread
+
+    spread = accuracy_spread(ds, n_boot=500, n_perm=500)
+    assert spread["within_noise"].all()
+    spreads = " and ".join(f"{x:.2f}" for x in spread["spread"])
+    assert f"The accuracy spread over the four templates ({spreads}) is inside its noise" in text
+    assert ds.sizes["template"] == 4 and ds.sizes["sample"] == 40

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from psens.interactions import and_or, l1_objective, optimal_vertices
@@ -259,6 +260,20 @@ def test_solver_table_of_a_run_has_a_model_level():
     )
     with pytest.raises(ValueError, match=r"solver_table: the result has no 'ips'"):
         solver_table(res[["objective"]])
+
+
+def test_solver_table_never_pools_shot_settings():
+    """A result with a shot dim: one block per shot setting (a ``shot`` level), each the
+    table of that shot setting alone, as the headline never pools shots."""
+    ds = synthetic_run(TOY, n_samples=3, n_vars=(3, 4), shots=[0, 3])
+    res = solver_sensitivity(ds, solvers=("canonical",), n_vertices=1, progress=False)
+    table = solver_table(res)
+    assert table.index.names == ["shot", "model", "solver"]
+    for k in (0, 3):
+        alone = solver_table(res.sel(shot=k))
+        pd.testing.assert_frame_equal(table.loc[k], alone)
+        want = aggregate(res["ips"].sel(shot=k, model="toy-a", solver="canonical", order="all"))
+        assert table.loc[(k, "toy-a", "canonical"), "all"] == pytest.approx(float(want))
 
 
 # ----------------------------------------------------------------------------- bad input

@@ -116,3 +116,49 @@ def test_notebook_12s_floor_test_is_the_headlines(capsys):
     # the simulated floors are judged by the same rule: CI lower end above 0 and p < 0.05
     sim = floors[~floors["noise"].str.startswith("measured")]
     assert (sim["exceeds"] == ((sim["diff_lo"] > 0) & (sim["p_value"] < 0.05))).all()
+
+
+def test_notebook_12s_numbers_are_the_other_notebooks(capsys):
+    """Notebook 12 on the shipped run states each quantity as the other notebooks do: its
+    solver table (per shot setting, never pooled) gives the canonical split the headline's
+    IPS, and its few-shot lines are few_shot_claim's (notebook 05's, data/runs/README.md's);
+    no few-shot change of its own."""
+    import re
+
+    import psens
+    from psens.ips.claims import few_shot_claim
+    from psens.ips.headline import headline
+    from tests.support import ROOT, run_notebook_cells
+
+    arc = ROOT / "data" / "runs" / "arc.nc"
+    scope = run_notebook_cells(
+        "12_solvers_and_noise",
+        {"PSENS_RUN": str(arc), "PSENS_SIZE": ""},
+        "ds = pw.load_run(",
+        "sens = solver_sensitivity(",
+        "ips_first = ",
+        "why = findings_models(",
+    )
+    out = capsys.readouterr().out
+    # the chart: one row of panels per model, the first shot setting (not pooled)
+    spec = scope["chart"].to_dict()
+    assert spec["encoding"]["row"]["field"] == "model" and "0-shot" in spec["title"]
+    long = scope["long"].set_index(["model", "solver", "order"])["ips"]
+    head0 = headline(psens.open_run(arc), shot=0).query("order == 'all'").set_index("model")
+    for model, r in head0.iterrows():
+        assert long[(model, "canonical", "all")] == pytest.approx(r["ips"], abs=1e-12)
+    full = psens.open_run(arc).load()
+    table = scope["table"]
+    assert table.index.names[0] == "shot"
+    for k in [int(s) for s in scope["ds"]["shot"].values]:
+        head = headline(full, shot=k).query("order == 'all'").set_index("model")
+        for model, r in head.iterrows():
+            got = table.loc[(k, model, "canonical"), "all"]
+            assert got == pytest.approx(r["ips"], abs=1e-12), (k, model)
+            assert f"{k}-shot {r['ips']:.3f}" in out
+    claim = few_shot_claim(full)
+    for r in claim[claim["shot"].isin(scope["ds"]["shot"].values)].itertuples():
+        assert f"{r.model}: {r.measured}" in out, r.measured
+    percents = re.compile(r"[+−-]?\d+\.\d+ ?%")  # a change, or the end of its CI
+    quoted = set(percents.findall(" ".join(claim["measured"])))
+    assert set(percents.findall(out)) <= quoted, set(percents.findall(out)) - quoted
