@@ -562,13 +562,15 @@ class Scorer:
         hdim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
         return 2 * getattr(cfg, "num_hidden_layers", 24) * kv * hdim * self.dtype.itemsize
 
-    def _budget_rows(self, length: int) -> int:
+    def _budget_rows(self, length: int, k: int = 1) -> int:
         """Rows per chunk of the generic walk so that the key/value cache (and its copies
-        while it grows) and the float64 logits stay within the memory budget."""
+        while it grows) and the logits kept at the ``k`` scored positions (float32, plus
+        their float64 log-softmax) stay within the memory budget."""
         if self.batch_size:
             return int(self.batch_size)
         per_row = 3 * self._kv_bytes_per_token() * length  # cache + copies during cat
-        per_row += getattr(self._text_config(), "vocab_size", 50000) * 16  # float64 softmax
+        vocab = getattr(self._text_config(), "vocab_size", 50000)
+        per_row += vocab * (16 + 4 * k)  # float64 softmax of a position, float32 logits
         cap = 1024 if self.device.type == "cuda" else 128
         return int(max(1, min(cap, self._memory_budget() // per_row)))
 
@@ -678,7 +680,7 @@ class Scorer:
             # the model's own cached forward would rotate each level with angles scaled for
             # that call's last position, not the row's: no prefix sharing, whole rows only
             bounds = [length]
-        chunk = self._budget_rows(length)
+        chunk = self._budget_rows(length, k)
         out = np.empty((len(rows), k), dtype=np.float64)
         tgt = torch.as_tensor(targets, device=self.device)
 

@@ -74,19 +74,34 @@ def supports(model, length: int | None = None) -> bool:
     return w is None or length is None or length <= w
 
 
+#: Most float64 elements :func:`target_log_probs` holds at once (128 MiB): the float64
+#: log-softmax of a large vocabulary at many positions (cloze options) is taken in slices
+#: of rows.
+LOG_SOFTMAX_ELEMENTS = 1 << 24
+
+
 def target_log_probs(logits, targets):
     """``log softmax(z)[y_j]`` in float64 at each of the last ``k`` positions.
 
     ``logits`` (N, k, V) over the full vocabulary, ``targets`` (k,) token ids shared by
     every row, or (N, k) one row of targets per row (a tensor on the logits' device);
     returns (N, k) — the log-probabilities behind v (IPS §3.1).
+
+    The float64 copy and its log-softmax are taken a slice of rows at a time (at most
+    :data:`LOG_SOFTMAX_ELEMENTS` elements): each row's log-softmax is computed alone, so
+    the values are those of one call over all rows, without two float64 copies of
+    ``N × k × V`` (26 GB for 64 rows of 40 option tokens over Gemma-3's 262,144 tokens).
     """
     import torch
 
-    logp = torch.log_softmax(logits.double(), dim=-1)
-    n, k = logp.shape[:2]
+    n, k, vocab = logits.shape
     idx = targets.view(1, k, 1).expand(n, k, 1) if targets.dim() == 1 else targets.view(n, k, 1)
-    return logp.gather(-1, idx)[..., 0]
+    out = torch.empty((n, k), dtype=torch.float64, device=logits.device)
+    step = max(1, LOG_SOFTMAX_ELEMENTS // max(1, k * vocab))
+    for a in range(0, n, step):  # slices of rows, bounding the float64 temporaries
+        logp = torch.log_softmax(logits[a : a + step].double(), dim=-1)
+        out[a : a + step] = logp.gather(-1, idx[a : a + step])[..., 0]
+    return out
 
 
 def _rotate(x, cos, sin):

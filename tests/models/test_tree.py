@@ -202,3 +202,38 @@ def test_stacks_stay_small_when_one_parent_has_many_children(tok, monkeypatch):
     np.testing.assert_allclose(got, ref, atol=1e-4)
     length = len(s.encode(LONG, "ips1").ids)
     assert calls and max(keys for _, keys in calls) <= 2 * length + 64
+
+
+def test_target_log_probs_in_slices_equals_one_call(monkeypatch):
+    """The float64 log-softmax taken a slice of rows at a time gives exactly the values of
+    one call over every row (shared and per-row targets)."""
+    import torch
+
+    import psens.models.tree as tree
+
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(7, 3, 50, generator=gen) * 5
+    shared = torch.tensor([3, 17, 49])
+    own = torch.randint(0, 50, (7, 3), generator=gen)
+    for targets in (shared, own):
+        idx = targets.view(1, 3, 1).expand(7, 3, 1) if targets.dim() == 1 else targets[..., None]
+        literal = torch.log_softmax(logits.double(), dim=-1).gather(-1, idx)[..., 0]
+        monkeypatch.setattr(tree, "LOG_SOFTMAX_ELEMENTS", 2 * 3 * 50)  # two rows a slice
+        assert torch.equal(tree.target_log_probs(logits, targets), literal)
+        monkeypatch.setattr(tree, "LOG_SOFTMAX_ELEMENTS", 1)  # one row a slice
+        assert torch.equal(tree.target_log_probs(logits, targets), literal)
+
+
+def test_the_generic_walk_budgets_the_logits_of_every_scored_position(tok, monkeypatch):
+    """Cloze options keep logits at k positions: the rows per chunk of the generic walk
+    fall with k (over Gemma-3's 262,144-token vocabulary, 64 rows of 40 option tokens
+    were 26 GB of float64 log-softmax)."""
+    import psens.models.scorer as scorer_module
+
+    model = _config("llama", tok)
+    s, _, _ = _all_masks_agree(model, tok)
+    monkeypatch.setattr(scorer_module, "_available_ram", lambda: 2e7)  # a fixed budget, below the cap of 128 rows
+    assert s._budget_rows(60, 40) < s._budget_rows(60, 1)
+    vocab = s._text_config().vocab_size
+    per_row = 3 * s._kv_bytes_per_token() * 60 + vocab * (16 + 4 * 40)
+    assert s._budget_rows(60, 40) == max(1, min(128, int(s._memory_budget() // per_row)))
