@@ -296,7 +296,7 @@ for path, run, table in ((ORACLE_RUN, oracle, spread), (LETTER_RUN, letters, let
         print(
             f"{path.name}, {model}: {x.shape[0]} items x {x.shape[1]} formats; spread "
             f"{row.spread:.3f} (formats that do not matter: {row.null_spread:.3f}, "
-            f"p = {row.p_value:.3f}): {verdict(row)}; best format {right[-1]:.0f} items right, "
+            f"p = {row.p_value:.3g}): {verdict(row)}; best format {right[-1]:.0f} items right, "
             f"{right[-1] - right[-2]:.0f} more than the next; worst {right[0]:.0f}, "
             f"{right[1] - right[0]:.0f} fewer than the next"
         )
