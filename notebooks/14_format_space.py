@@ -3,20 +3,27 @@
 #
 # FormatSpread (Sclar et al., "Quantifying Language Models' Sensitivity to Spurious Features in Prompt Design", ICLR 2024) samples prompt *formats* from a grammar — field names and their casing, separators, spacing, option enumeration — and reports the spread of a model's accuracy over them (the paper reports spreads of up to 76 accuracy points for LLaMA-2-13B; the paper's claim, not measured here), finding the best and worst format within a call budget by Thompson sampling. psens has its own grammar (`psens.formats`): a format is a point with named coordinates that renders through the same template path as the IPS paper's five templates (which are points of it, as is the EAS 2^3 design), so every psens method accepts it. This notebook adds what the interactions explain: for each *kind* of format change, how much it moves the low-, mid- and high-order interactions (IPS, Qin et al., ICML 2026).
 #
-# **How to run.** Top to bottom; it opens the shipped format-space runs `data/runs/formats-acc.nc` (SmolLM2-135M-Instruct and Gemma-3-270M on 150 ARC-Challenge items, 16 formats, answers only: accuracy, spread, search) and `data/runs/formats.nc` (the same formats on 6 items, n = 3 words: interactions; `scripts/shipped_run.py --only formats-acc` / `--only formats` recompute them), or the run named by `PSENS_RUN` for sections 2–5; section 6 reads the accuracies Mind Your Format (Voronov et al., Findings of ACL 2024) published for 20 real models, shipped in `data/reference/mind-your-format/`. Nothing calls a model. `PSENS_SIZE` only sets how many bootstrap and permutation draws and search seeds are used (`tiny`: a few hundred, 3 seeds).
+# **How to run.** Top to bottom; nothing calls a model. By default it opens three shipped format-space runs, all answers of 16 formats of psens's default grammar (`templates = {grammar = "default", k = 16, seed = 0}`):
+#
+# * `data/runs/cloze-formats.nc`, **the oracle** of sections 2–3: SmolLM2-135M-Instruct on all 570 ARC-Easy validation items, each format in its cloze form (each option's text scored as a continuation, lm-evaluation-harness style; [docs/answer-formulations.md](../docs/answer-formulations.md)), answers only — the run where the formats differ measurably, so a best/worst search has something to find;
+# * `data/runs/formats-acc.nc`, **the contrast**: SmolLM2-135M-Instruct and Gemma-3-270M on 150 ARC-Challenge items with letter answers (the prompt lists the options, the answer is the label's token), answers only;
+# * `data/runs/formats.nc`: the letter formats on 6 items with the masked prompts the interaction analyses of sections 4–5 need.
+#
+# `scripts/shipped_run.py --only cloze-formats` (`--only formats-acc`, `--only formats`) recomputes each. `PSENS_RUN` names another stored format-space run: it replaces the oracle (sections 2–3) and the run of sections 4–5; the letter contrast stays the shipped one. Section 6 reads the accuracies Mind Your Format (Voronov et al., Findings of ACL 2024) published for 20 real models, shipped in `data/reference/mind-your-format/`. `PSENS_SIZE` only sets how many bootstrap and permutation draws and search seeds are used (`tiny`: a few hundred draws and one search seed; `full`: 2,000 draws and the bench's 10 seeds).
 
 # %% tags=["parameters"]
 import os
 
-# A stored format-space run (a zarr store or its netCDF export); empty: the shipped one.
+# A stored format-space run (a zarr store or its netCDF export); empty: the shipped ones.
 PSENS_RUN = os.environ.get("PSENS_RUN", "")
-# "tiny" (default): few resamples and 3 search seeds, seconds; "full": 2,000 resamples and
+# "tiny" (default): few resamples and one search seed, seconds; "full": 2,000 resamples and
 # the bench's 10 search seeds.
 PSENS_SIZE = os.environ.get("PSENS_SIZE", "tiny")
 
 # %%
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 import psens
@@ -30,16 +37,19 @@ from psens.formats.analysis import (
     correctness,
     dimension_sensitivity,
     format_pss,
+    spread_line,
 )
 from psens.formats.charts import accuracy_chart, dimension_chart
 from psens.formats.search import hit_rates, paired_search, thompson_search
+from psens.ips.headline import chance_level
+from psens.settings import run_settings
 from psens.store.labels import model_names
 
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 160)
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 N_BOOT = 300 if PSENS_SIZE != "full" else 2000
-SEEDS = 3 if PSENS_SIZE == "tiny" else 10
+SEEDS = 1 if PSENS_SIZE == "tiny" else 10
 
 # %% [markdown]
 # ## 1 · The grammar
@@ -78,61 +88,169 @@ f = Format.from_coords(q_name="Q", case="upper", enum="(A)", enum_space="space",
 print(f"\n{f.id} ({len(neighbours(f))} formats one change away):\n")
 print(prompts.render(egg, f.id) + prompts.render_spans(egg, f.id).target)
 
+
 # %% [markdown]
 # ## 2 · The runs: accuracy per format and its spread
 #
-# Two shipped runs share the same 16 formats: `formats-acc.nc` answers 150 ARC-Challenge items under each format (answers only, no masked prompts), `formats.nc` 6 items with the masked prompts the interaction analyses of sections 4–5 need. Accuracy is the share of items whose choice among the option tokens is the answer. The spread is max − min over the run's formats, with a percentile-bootstrap CI over items; the permutation column is the spread when formats do not matter (each item's correctness shuffled across formats): a spread not above it (`within_noise`) is not a finding.
+# Accuracy is the share of items whose chosen option is the answer: in the cloze oracle the option whose text scores highest as a continuation, in the letter runs the option whose label token is most probable. The spread is max − min over a run's formats, per model, with a percentile-bootstrap CI over items; the formats-do-not-matter spread is its permutation null (each item's correctness shuffled across the formats): a spread not above it (`within_noise`) is not a finding. Every line below names the run, the formulation, the model and how many items and formats it pools; the verdicts are `accuracy_spread`'s own (`within_noise`), never averaged over models or runs. The cloze oracle first.
 
 # %%
-RUN = PSENS_RUN or ROOT / "data" / "runs" / "formats.nc"
-ACC_RUN = PSENS_RUN or ROOT / "data" / "runs" / "formats-acc.nc"
+SHIPPED = ROOT / "data" / "runs"
+ORACLE_RUN = Path(PSENS_RUN) if PSENS_RUN else SHIPPED / "cloze-formats.nc"
+LETTER_RUN = SHIPPED / "formats-acc.nc"
+RUN = Path(PSENS_RUN) if PSENS_RUN else SHIPPED / "formats.nc"
+oracle = psens.open_run(ORACLE_RUN).load()
+letters = psens.open_run(LETTER_RUN).load()
 ds = psens.open_run(RUN).load()
-acc_ds = psens.open_run(ACC_RUN).load()
-for path, run in ((ACC_RUN, acc_ds), (RUN, ds)):
-    print(
-        f"{path}: {run.sizes['model']} models x {run.sizes['sample']} items x "
-        f"{run.sizes['template']} formats"
+
+
+def pools(path: Path, run) -> str:
+    """What a table of ``run`` pools: the file, its formulation, models, items and formats."""
+    settings = run_settings(run)
+    how = (
+        f"cloze answers (each option's text scored, cloze_norm = {settings.cloze_norm})"
+        if settings.answer == "cloze"
+        else "letter answers (the option label's token)"
     )
-spread = accuracy_spread(acc_ds, n_boot=N_BOOT, n_perm=N_BOOT)
+    return (
+        f"{path.name}: {how}; {', '.join(model_names(run))}; {run.sizes['sample']} "
+        f"{run.attrs.get('dataset', '')} items x {run.sizes['template']} formats"
+    )
+
+
+def verdict(row: pd.Series) -> str:
+    """``accuracy_spread``'s verdict on one model's spread, in words."""
+    if not np.isfinite(row["spread"]):
+        return "no verdict (no item scored under every format)"
+    if row["within_noise"]:
+        return "the formats tie: within the formats-do-not-matter spread, not a finding"
+    return "the formats differ measurably: above the formats-do-not-matter spread, a finding"
+
+
+def spread_verdicts(path: Path, run) -> pd.DataFrame:
+    """``accuracy_spread`` of ``run`` with the run and formulation it pools; prints each
+    model's line and verdict."""
+    table = accuracy_spread(run, n_boot=N_BOOT, n_perm=N_BOOT)
+    print(pools(path, run))
+    for _, row in table.iterrows():
+        print(spread_line(row))
+        print(f"    verdict: {verdict(row)}")
+    return table.assign(run=path.name, answers=run_settings(run).answer)
+
+
+spread = spread_verdicts(ORACLE_RUN, oracle)
 spread
 
 # %%
-acc = accuracy_table(acc_ds, n_boot=N_BOOT)
-accuracy_chart(acc).properties(width=380, height=420)
+acc = accuracy_table(oracle, n_boot=N_BOOT).assign(run=ORACLE_RUN.name)
+accuracy_chart(
+    acc, title=f"{ORACLE_RUN.name}: accuracy per format (95 % CI over items)"
+).properties(width=380, height=420)
 
 # %% [markdown]
-# Formats are coordinates along the `template` dim, so a dimension slices the run: e.g. accuracy by option enumeration.
+# Formats are coordinates along the `template` dim, so a dimension slices the run: the oracle's accuracy by the first dimension its formats vary (in cloze form the options name, enumeration and label directive do not show, so a cloze run has none of those coordinates).
 
 # %%
-acc.groupby(["model", "enum"])["accuracy"].mean().unstack("enum")
+free = [d.name for d in DIMENSIONS if d.name in acc and acc[d.name].nunique() > 1]
+by = free[0] if free else "template"  # a run whose formats vary in no dimension: per format
+acc.groupby(["model", by])["accuracy"].agg(["mean", "count"]).unstack(by)
 
 # %% [markdown]
-# ## 3 · Budgeted best/worst search
-#
-# Replaying the stored per-item correctness as the answer of a model call, a search gets 30 % of the calls of evaluating every format on every item and answers the best and the worst format with the posterior probability that each is so. `paired_search` (psens's default) shows every format the items in one common random order, compares formats on the items both have seen with an exact finite-pool posterior, drops formats that are clearly not the best (worst) and evaluates close contenders on the whole pool, where their accuracy is exact; `thompson_search` is FormatSpread's kind of search (independent Beta posteriors, Thompson sampling). A seed "finds" the best (worst) when its answer has the highest (lowest) accuracy over all items — a format tied with the true extreme counts as found. The search replays the 150-item run; `make bench` reports the same figure over 10 seeds (`PSENS_SIZE=tiny`: 3 seeds here).
+# **The contrast: letters.** The same grammar's formats with letter answers, on the 150-item ARC-Challenge run: each model's spread and verdict, and, per format, whether its accuracy CI contains chance (`chance_level`: the mean over items of one over the number of options a prompt lists; ARC-Challenge's items list four).
 
 # %%
-rows = []
-for model, x in correctness(acc_ds).items():
-    for name, search in (("paired", paired_search), ("Thompson", thompson_search)):
-        h = hit_rates(x, fraction=0.3, seeds=SEEDS, search=search)
-        rows.append(
-            {
-                "model": model,
-                "search": name,
-                "items": len(x),
-                "calls": f"≤ {h['budget']} of {h['all_calls']}",
-                "best found": f"{h['best_hits']}/{h['seeds']}",
-                "worst found": f"{h['worst_hits']}/{h['seeds']}",
-                "mean P(best)": h["p_best"],
-                "mean P(worst)": h["p_worst"],
-                "gap to best": h["best_regret"],
-                "gap to worst": h["worst_regret"],
-                "tied best": h["n_best_ties"],
-                "tied worst": h["n_worst_ties"],
-            }
+letter_spread = spread_verdicts(LETTER_RUN, letters)
+letter_acc = accuracy_table(letters, n_boot=N_BOOT).assign(run=LETTER_RUN.name)
+for path, run, table in ((ORACLE_RUN, oracle, acc), (LETTER_RUN, letters, letter_acc)):
+    chance = chance_level(run)
+    note = ""
+    if not np.isfinite(chance):  # the prompts' option lines are not of a form it reads
+        chance, note = 1 / 4, " (4-option chance: chance_level reads no option lines here)"
+    for model, t in table.groupby("model", sort=False):
+        at = int(((t["lo"] <= chance) & (t["hi"] >= chance)).sum())
+        print(
+            f"{path.name}, {model}: accuracy {t['accuracy'].min():.2f}–{t['accuracy'].max():.2f} "
+            f"over {len(t)} formats; {at} of {len(t)} formats' 95 % CIs contain chance "
+            f"{chance:.2f}{note}"
         )
-pd.DataFrame(rows)
+COLUMNS = ["run", "answers", "model", "n_items", "n_templates", "best_accuracy"]
+COLUMNS += ["worst_accuracy", "spread", "lo", "hi", "null_spread", "p_value", "within_noise"]
+pd.concat([spread, letter_spread], ignore_index=True)[COLUMNS]
+
+# %% [markdown]
+# ## 3 · Budgeted best/worst search, replayed on the cloze oracle
+#
+# Replaying the stored per-item correctness as the answer of a model call, a search gets 30 % of the calls of evaluating every format on every item and answers the best and the worst format with the posterior probability that each is so. `paired_search` (psens's default) shows every format the items in one common random order, compares formats on the items both have seen with an exact finite-pool posterior, drops formats that are clearly not the best (worst) and evaluates close contenders on the whole pool, where their accuracy is exact; `thompson_search` is FormatSpread's kind of search (independent Beta posteriors, Thompson sampling). A seed "finds" the best (worst) when its answer has the highest (lowest) accuracy over all items — a format tied with the true extreme counts as found.
+#
+# What a user of the search reads is the spread it reports: the full-data accuracy of the format it returns as best minus that of the one it returns as worst. Per seed, `hit_rates` gives its share of the true spread (`spread_ratios`); psens's bench target (`make bench`, `scripts/bench_formats.py`) is the share at or above `spread_share` (printed below) in at least 9 of 10 seeds, on the cloze oracle, with at most 30 % of the calls. `PSENS_SIZE=full` replays the bench's 10 seeds; smaller sizes replay fewer and say so. The letter run below is context, not a target: its formats tie (section 2), so its "best" and "worst" are noise.
+
+
+# %%
+def replay(path: Path, run) -> tuple[list[dict], list[dict]]:
+    """Per model and search: ``hit_rates`` at 30 % of the calls (summary rows) and the
+    reported spread of each seed (per-seed rows)."""
+    rows, seeds = [], []
+    for model, x in correctness(run).items():
+        for name, search in (("paired", paired_search), ("Thompson", thompson_search)):
+            h = hit_rates(x, fraction=0.3, seeds=SEEDS, search=search)
+            share = np.asarray(h["spread_ratios"], dtype=float)
+            where = {"run": path.name, "answers": run_settings(run).answer, "model": model}
+            rows.append(
+                {
+                    **where,
+                    "search": name,
+                    "items": len(x),
+                    "calls": f"≤ {h['budget']} of {h['all_calls']}",
+                    "best found": f"{h['best_hits']}/{h['seeds']}",
+                    "worst found": f"{h['worst_hits']}/{h['seeds']}",
+                    "true spread": h["true_spread"],
+                    "share ≥ target": f"{h['spread_hits']}/{h['seeds']}",
+                    "smallest share": np.nanmin(share) if np.isfinite(share).any() else np.nan,
+                    "mean P(best)": h["p_best"],
+                    "mean P(worst)": h["p_worst"],
+                    "tied best": h["n_best_ties"],
+                    "tied worst": h["n_worst_ties"],
+                    "_h": h,
+                }
+            )
+            seeds += [
+                {
+                    **where,
+                    "search": name,
+                    "seed": seed,
+                    # the full-data accuracy of the returned best minus the returned worst
+                    "reported spread": r * h["true_spread"],
+                    "true spread": h["true_spread"],
+                    "share": r,
+                    "meets target": bool(r >= h["spread_share"] - 1e-12),
+                }
+                for seed, r in enumerate(share)
+            ]
+    return rows, seeds
+
+
+search_rows, seed_rows = replay(ORACLE_RUN, oracle)
+for row in search_rows:
+    h = row["_h"]
+    judged = (
+        f"target {'met' if h['spread_hits'] >= 9 else 'missed'} (9 of 10 seeds)"
+        if h["seeds"] == 10
+        else "the target is judged over 10 seeds (PSENS_SIZE=full)"
+    )
+    print(
+        f"{row['run']}, {row['model']}, {row['search']} search: reported spread ≥ "
+        f"{100 * h['spread_share']:.0f} % of the true spread ({h['true_spread']:.3f}) in "
+        f"{h['spread_hits']} of {h['seeds']} seeds with ≤ 30 % of the calls; {judged}"
+    )
+per_seed = pd.DataFrame(seed_rows)
+per_seed
+
+# %% [markdown]
+# The summary per model and search, the letter run beside the oracle as context (its spreads are within noise: no target applies):
+
+# %%
+letter_rows, _ = replay(LETTER_RUN, letters)
+pd.DataFrame(search_rows + letter_rows).drop(columns="_h")
 
 # %% [markdown]
 # ## 4 · Which format change moves which interactions
@@ -170,26 +288,26 @@ w = pw.FormatSpace(ds)
 w
 
 # %%
-import numpy as np
-
-for model, x in correctness(acc_ds).items():
-    right = np.sort(np.asarray(x).sum(axis=0))  # items answered right, per format
-    row = spread.set_index("model").loc[model]
-    print(
-        f"{model}: {x.shape[0]} items x {x.shape[1]} formats; spread {row.spread:.3f} "
-        f"(formats that do not matter: {row.null_spread:.3f}, p = {row.p_value:.2f}): "
-        + ("within noise" if row.within_noise else "above the noise")
-        + f"; best format {right[-1]:.0f} items right, {right[-1] - right[-2]:.0f} more than "
-        f"the next; worst {right[0]:.0f}, {right[1] - right[0]:.0f} fewer than the next"
-    )
+for path, run, table in ((ORACLE_RUN, oracle, spread), (LETTER_RUN, letters, letter_spread)):
+    by_model = table.set_index("model")
+    for model, x in correctness(run).items():
+        right = np.sort(np.asarray(x).sum(axis=0))  # items answered right, per format
+        row = by_model.loc[model]
+        print(
+            f"{path.name}, {model}: {x.shape[0]} items x {x.shape[1]} formats; spread "
+            f"{row.spread:.3f} (formats that do not matter: {row.null_spread:.3f}, "
+            f"p = {row.p_value:.3g}): {verdict(row)}; best format {right[-1]:.0f} items right, "
+            f"{right[-1] - right[-2]:.0f} more than the next; worst {right[0]:.0f}, "
+            f"{right[1] - right[0]:.0f} fewer than the next"
+        )
 
 # %% [markdown]
-# **Reading.** The cell above prints the accuracy run's figures. On the shipped run, 150 items, the two models' accuracy spreads over the 16 formats are inside the spread of formats that do not matter (`within_noise`): these small models, near the 4-option chance of 0.25, show no measurable format sensitivity in accuracy, so the pool's "best" and "worst" format are only a few items ahead of the next (the cell above prints how many) and no search finds them reliably from 30 % of the calls — the search's low posterior probabilities say as much. Sections 4–5 rest on 6 items: CIs are wide, and cells flagged `within_noise` are not findings. The grammar, the search and the per-dimension table are the tools; larger models, or more items (`samples`) in `templates = {grammar = "default", k = 16, seed = 0}`, give figures worth reading.
+# **Reading.** The cell above prints each run's figures. On the shipped cloze oracle (SmolLM2-135M-Instruct, 570 ARC-Easy items, 16 cloze formats) the accuracy spread over the formats is above the spread of formats that do not matter: the formats differ measurably, and section 3 measures how much of that spread a search with 30 % of the calls reports (the bench target and how many seeds meet it are printed there). On the letter run, 150 items, the two models' accuracy spreads over the 16 formats are inside the spread of formats that do not matter (`within_noise`): these small models answer letters near the 4-option chance of 0.25 (section 2 prints how many formats' CIs contain it) and show no measurable format sensitivity in accuracy, so that pool's "best" and "worst" format are only a few items ahead of the next (the cell above prints how many) and no search finds them reliably from 30 % of the calls — the search's low posterior probabilities say as much. Sections 4–5 rest on 6 items of the letter formats: CIs are wide, and cells flagged `within_noise` are not findings. The grammar, the search and the per-dimension table are the tools; larger models, or more items (`samples`) in `templates = {grammar = "default", k = 16, seed = 0}`, give figures worth reading.
 
 # %% [markdown]
 # ## 6 · Real models: Mind Your Format's published accuracies
 #
-# The runs above are two small models near chance. Voronov, Wolf and Ryabinin ("Mind Your Format: Towards Consistent Evaluation of In-Context Learning Improvements", Findings of ACL 2024) published the accuracies of 20 models from 1B to 70B parameters (LLaMA, Llama 2, Falcon, OPT, Pythia, BLOOM, GPT-J, GPT-NeoX) on SST-2, DBpedia, AG News and TREC, each under templates with four format dimensions: the input verbalizer (`"text: {}"`, …), the output verbalizer (`"label: {}"`, `"It was {}."`, …), the separator between input and output (`sep`) and the one between demonstrations (`big_sep`). psens ships their table (`data/reference/mind-your-format/`, Apache-2.0; provenance in `data/reference/README.md`) and `psens.formats.mind_your_format(dataset)` reads it as a format-space Dataset: models × evaluation runs (demonstration seed, selection method, prediction method, shots) along `sample` × 30 templates, the dimensions as `fmt_*` coordinates of `template` — so the analyses of sections 2 and 4 apply unchanged, with runs where a psens run has items (the paper publishes accuracies, not per-item answers).
+# The runs above are small models: near chance with letters, above it in cloze. Voronov, Wolf and Ryabinin ("Mind Your Format: Towards Consistent Evaluation of In-Context Learning Improvements", Findings of ACL 2024) published the accuracies of 20 models from 1B to 70B parameters (LLaMA, Llama 2, Falcon, OPT, Pythia, BLOOM, GPT-J, GPT-NeoX) on SST-2, DBpedia, AG News and TREC, each under templates with four format dimensions: the input verbalizer (`"text: {}"`, …), the output verbalizer (`"label: {}"`, `"It was {}."`, …), the separator between input and output (`sep`) and the one between demonstrations (`big_sep`). psens ships their table (`data/reference/mind-your-format/`, Apache-2.0; provenance in `data/reference/README.md`) and `psens.formats.mind_your_format(dataset)` reads it as a format-space Dataset: models × evaluation runs (demonstration seed, selection method, prediction method, shots) along `sample` × 30 templates, the dimensions as `fmt_*` coordinates of `template` — so the analyses of sections 2 and 4 apply unchanged, with runs where a psens run has items (the paper publishes accuracies, not per-item answers).
 #
 # The paper's own claims (its abstract): "a poor choice of the template can reduce the performance of the strongest models and inference methods to a random guess level", and "the best templates do not transfer between different setups and even between models of the same family". Which *dimension* moves accuracy most is asked below by psens's analysis of the published numbers; it is not a claim of the paper.
 
@@ -273,7 +391,7 @@ pd.crosstab(tops["dataset"], tops["dimension"])
 # Beside it, the same analysis of the offline run (`formats-acc.nc`, 150 items): per item, correctness is 0/1, so the change is the share of items whose answer flips when one dimension changes (CI over items).
 
 # %%
-dimension_accuracy(acc_ds, n_boot=N_BOOT)
+dimension_accuracy(letters, n_boot=N_BOOT)
 
 # %% [markdown]
 # **Reading (psens's analysis of the published accuracies).** Formats matter for these real models: on 77 of the 80 model–dataset pairs the accuracy spread over the 30 templates is above the spread of formats that do not matter (the three exceptions are on TREC); the median spread is 0.33–0.36 on SST-2, DBpedia and AG News and 0.15 on TREC. Over the eight runs that compare all four dimensions, the separator between demonstrations (`big_sep`) has the largest mean accuracy change on all four datasets (0.06–0.13 per change), but it is not a clear winner: it leads in fewer than 90 % of the resamples and its CI overlaps the next dimension's on every dataset (on SST-2 the input–output separator ties it). The input verbalizer moves accuracy least on all four (0.04–0.05 per change, never the largest in any resample); on SST-2, DBpedia and AG News its CI lies below every other dimension's. Which dimension leads depends on the runs: averaged over every run that scored its pairs (three demonstration seeds), the output verbalizer has the largest mean change on AG News and DBpedia, and ties the demonstration separator on TREC. Per model the leader varies as well: on no dataset does one dimension lead on more than half of the 20 models. Caveats: each dimension rests on few template pairs (the input–output separator on one or two), and the CIs cover runs, not the choice of templates. The offline models' flip shares are of another kind (items, not runs) and rest on one to four pairs per dimension near chance accuracy: they do not rank dimensions reliably.

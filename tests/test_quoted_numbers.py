@@ -216,20 +216,35 @@ def test_11_the_shipped_dbsa_runs_settings():
 
 
 def test_14_the_shipped_format_runs_reading():
-    """Notebook 14's reading of ``formats-acc.nc``: 150 items, 16 formats, both spreads within
-    noise, near the 4-option chance; the search's 30 % budget is the one the notebook runs;
-    ``formats.nc`` has 6 items. data/runs/README.md quotes the same run."""
+    """Notebook 14's reading of its shipped runs: the cloze oracle ``cloze-formats.nc`` (one
+    model, 570 ARC-Easy items, 16 formats) has a spread above noise; the letter run
+    ``formats-acc.nc`` (150 items, 16 formats) has both spreads within noise, near the 4-option
+    chance; the search's 30 % budget is the one the notebook runs; ``formats.nc`` has 6 items.
+    data/runs/README.md quotes the same runs."""
     from psens.formats.analysis import accuracy_spread
+    from psens.store.labels import model_names
 
     quoted(
         "14_format_space",
-        "On the shipped run, 150 items, the two models' accuracy spreads over the 16 formats are "
+        "On the shipped cloze oracle (SmolLM2-135M-Instruct, 570 ARC-Easy items, 16 cloze "
+        "formats) the accuracy spread over the formats is above the spread of formats that do "
+        "not matter",
+    )
+    quoted(
+        "14_format_space",
+        "On the letter run, 150 items, the two models' accuracy spreads over the 16 formats are "
         "inside the spread of formats that do not matter (`within_noise`)",
     )
+    quoted("14_format_space", "SmolLM2-135M-Instruct on all 570 ARC-Easy validation items")
     quoted("14_format_space", "near the 4-option chance of 0.25")
     quoted("14_format_space", "no search finds them reliably from 30 % of the calls")
     quoted("14_format_space", "Sections 4–5 rest on 6 items")
-    quoted("14_format_space", "`formats.nc` 6 items")
+    quoted("14_format_space", "`data/runs/formats.nc`: the letter formats on 6 items")
+    cloze = run("cloze-formats")
+    assert cloze.sizes["sample"] == 570 and cloze.sizes["template"] == 16
+    assert cloze.attrs["answer"] == "cloze" and cloze.attrs["dataset"] == "arc-easy"
+    assert model_names(cloze) == ["smollm2-135m-instruct"]
+    assert not accuracy_spread(cloze, n_boot=500, n_perm=500)["within_noise"].any()
     acc = run("formats-acc")
     assert acc.sizes["sample"] == 150 and acc.sizes["template"] == 16
     assert run("formats").sizes["sample"] == 6 and run("formats").sizes["template"] == 16
