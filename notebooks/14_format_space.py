@@ -163,15 +163,12 @@ letter_spread = spread_verdicts(LETTER_RUN, letters)
 letter_acc = accuracy_table(letters, n_boot=N_BOOT).assign(run=LETTER_RUN.name)
 for path, run, table in ((ORACLE_RUN, oracle, acc), (LETTER_RUN, letters, letter_acc)):
     chance = chance_level(run)
-    note = ""
-    if not np.isfinite(chance):  # the prompts' option lines are not of a form it reads
-        chance, note = 1 / 4, " (4-option chance: chance_level reads no option lines here)"
     for model, t in table.groupby("model", sort=False):
         at = int(((t["lo"] <= chance) & (t["hi"] >= chance)).sum())
         print(
             f"{path.name}, {model}: accuracy {t['accuracy'].min():.2f}–{t['accuracy'].max():.2f} "
             f"over {len(t)} formats; {at} of {len(t)} formats' 95 % CIs contain chance "
-            f"{chance:.2f}{note}"
+            f"{chance:.2f}"
         )
 COLUMNS = ["run", "answers", "model", "n_items", "n_templates", "best_accuracy"]
 COLUMNS += ["worst_accuracy", "spread", "lo", "hi", "null_spread", "p_value", "within_noise"]

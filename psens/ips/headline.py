@@ -74,13 +74,36 @@ MAJORITY_SHARE = 0.8
 NOT_ABOVE_FLOOR = "not above the noise floor"
 BELOW_CHANCE = "accuracy at or below chance"
 
-_OPTION = re.compile(r"^\s*\(?[A-Z][.):]", flags=re.M)
+_OPTION = re.compile(r"^\s*\(?([A-Za-z]|\d{1,2})[.):]", flags=re.M)
+
+
+def _listed_options(prompt: str) -> int:
+    """How many options the item's own list in ``prompt`` has: the last run of option
+    markers whose labels count up from the first (``A B C``, ``a b c``, ``1 2 3``; one per
+    line, as ``A.``, ``a)``, ``(A)``, ``1:``), so few-shot examples' lists before it and
+    blank lines between the options do not count; 0 when the prompt lists none."""
+    labels = _OPTION.findall(prompt)
+
+    def step(a: str, b: str) -> bool:
+        if a.isdigit() and b.isdigit():
+            return int(b) == int(a) + 1
+        return not a.isdigit() and not b.isdigit() and ord(b) == ord(a) + 1
+
+    end = len(labels)
+    while end > 0:  # from the end: the run of counting labels that ends at `end`
+        start = end - 1
+        while start > 0 and step(labels[start - 1], labels[start]):
+            start -= 1
+        if labels[start] in ("A", "a", "1"):
+            return end - start
+        end = start
+    return 0
 
 
 def chance_level(ds, shot: int | None = None) -> float:
     """Mean over items of :math:`1/k_x`, :math:`k_x` the options of item :math:`x` as its
-    prompt lists them (lines ``A.``, ``A)``, ``(A)``, ``A:`` after the prompt's last blank
-    line, i.e. of the item itself, not of few-shot examples); NaN for open-ended items.
+    prompt lists them (:func:`_listed_options`: the last list of counting labels, i.e. the
+    item's own, not a few-shot example's); NaN for open-ended items.
     In a cloze run (``answer = "cloze"``: the prompt lists no options) :math:`k_x` is the
     number of options scored as continuations (the non-empty ``option_label`` of item
     :math:`x`)."""
@@ -95,7 +118,7 @@ def chance_level(ds, shot: int | None = None) -> float:
     prompt = at_shot(ds["prompt"], shot)
     if "template" in prompt.dims:
         prompt = prompt.isel(template=0)
-    ks = np.array([len(_OPTION.findall(str(p).split("\n\n")[-1])) for p in prompt.values.ravel()])
+    ks = np.array([_listed_options(str(p)) for p in prompt.values.ravel()])
     return float(np.mean(1.0 / ks[ks > 0])) if (ks > 0).any() else float("nan")
 
 

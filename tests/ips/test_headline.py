@@ -355,3 +355,28 @@ def test_the_runs_readme_cloze_figures_are_the_shipped_run():
     spreads = " and ".join(f"{x:.2f}" for x in spread["spread"])
     assert f"The accuracy spread over the four templates ({spreads}) is inside its noise" in text
     assert ds.sizes["template"] == 4 and ds.sizes["sample"] == 40
+
+
+@pytest.mark.parametrize(
+    "prompt, k",
+    [
+        ("Q: 2+2?\nA. 3\nB. 4\nC. 5\nAnswer:", 3),
+        ("OPTIONS -\n\na)Put\n\nb)Change\n\nc)Choose\n\nd)Record\n\nCORRECT ANSWER -", 4),
+        ("Q?\n(A) x\n(B) y\nAnswer:", 2),
+        ("Q?\n1: x\n2: y\n3: z\n4: w\n5: v\nAnswer:", 5),
+        # a few-shot example's list first: the item's own list is the last one
+        ("Q1?\nA. a\nB. b\nC. c\nD. d\nAnswer: C\n\nQ2?\nA. x\nB. y\nAnswer:", 2),
+        ("Summarise the text.\nAnswer:", 0),
+    ],
+)
+def test_the_listed_options_are_the_items_own_list(prompt, k):
+    from psens.ips.headline import _listed_options
+
+    assert _listed_options(prompt) == k
+
+
+def test_chance_of_a_lettered_format_run_with_lowercase_labels_and_blank_lines():
+    """formats-acc.nc lists options as ``a)`` … ``d)`` between blank lines: chance is the
+    mean of 1/k over its ARC-Challenge items, not NaN."""
+    ds = psens.open_run(ROOT / "data" / "runs" / "formats-acc.nc")
+    assert 0.24 < chance_level(ds) < 0.26
