@@ -9,7 +9,7 @@ the format it answers as best minus that of the one it answers as worst — is a
 of the true spread in at least 9 of 10 seeds, with at most 30 % of the calls of evaluating
 every format on every item; the hit rates of the exact best and worst are beside it.
 
-Each model's search is :func:`paired_search` (psens's default: paired successive rejects)
+Each model's search is :func:`paired_search` (psens's default: paired elimination)
 with a budget of 30 % of the calls, over 10 seeds; the target rows also give the rates over
 50 seeds (no target), so that the 10 are not read as the whole story. The truth is each
 format's accuracy over the whole item pool (:func:`psens.formats.analysis.correctness`);
@@ -60,7 +60,7 @@ def _row(label: str, correct: np.ndarray, *, target: bool, spread: bool = False)
     found = fig["spread_hits"] if spread else min(fig["best_hits"], fig["worst_hits"])
     ok = ratio >= 1 / FRACTION - 1e-9 and found >= 0.9 * SEEDS
     name = (
-        f"format search (paired successive rejects; {label}, {k} formats x {n_items} items): "
+        f"format search (paired elimination; {label}, {k} formats x {n_items} items): "
         f"reported spread >= {100 * SPREAD_SHARE:.0f} % of the true spread "
         f"({fig['true_spread']:.3f}) in {fig['spread_hits']}/{SEEDS} seeds (smallest share "
         f"{np.nanmin(fig['spread_ratios']) if fig['true_spread'] > 0 else float('nan'):.2f}); "
