@@ -321,3 +321,28 @@ def test_hit_rates_reported_spread_against_a_literal_count():
     assert hit_rates(oracle, seeds=2, search=lazy)["spread_hits"] == 0
     flat = np.ones((10, 3))
     assert np.isnan(hit_rates(flat, seeds=2)["spread_ratios"]).all()
+
+
+def test_the_informed_bound_against_a_literal_count():
+    """The bench's bound for a search told the contenders: at its reported split, the
+    share of orders in which the top contenders' leader and the low contenders' last keep
+    90 % of the spread, recounted order by order; a whole-pool budget gives 1."""
+    from tests.support import script_module
+
+    bench = script_module("bench_formats")
+    oracle = _separated(40, seed=3)
+    acc = oracle.mean(axis=0)
+    rate, n_b, n_w = bench.informed_bound(oracle, fraction=0.3, orders=50, seed=1)
+    assert 2 * n_b + 6 * n_w <= int(0.3 * oracle.size)
+    rank = np.argsort(acc, kind="stable")
+    top, low = rank[-2:], rank[:6]
+    rng = np.random.default_rng(1)
+    order = rng.random((50, 40)).argsort(axis=1)
+    jitter = 1e-6 * rng.random((50, 1, 16))[:, 0]
+    hits = 0
+    for o, j in zip(order, jitter, strict=True):
+        b = top[np.argmax(oracle[o[:n_b]][:, top].sum(axis=0) + j[top])]
+        w = low[np.argmin(oracle[o[:n_w]][:, low].sum(axis=0) + j[low])]
+        hits += acc[b] - acc[w] >= 0.9 * (acc.max() - acc.min()) - 1e-12
+    assert rate == pytest.approx(hits / 50)
+    assert bench.informed_bound(oracle, fraction=1.0, orders=20)[0] == 1.0
