@@ -29,9 +29,7 @@ both races early, and close contenders are evaluated on the whole pool, where th
 accuracy is exact. When one contender is left for each target and budget remains, every
 eliminated format whose posterior of beating the present leader is back at ``>= δ`` (it
 was dropped against an earlier leader, or on fewer items) returns to its race. The search
-stops when no format returns or the budget is spent, and answers, for each target, the
-leader of the contenders that have seen the most items (a posterior mean on fewer items is
-not trusted over its rivals' — the winner's curse of a maximum over unequal samples), with
+stops when no format returns or the budget is spent, and answers the leaders with
 
 .. math::
     p_\mathrm{best} = 1 - \sum_{g \neq b} P(\mathrm{acc}_g > \mathrm{acc}_b)
@@ -436,10 +434,7 @@ def paired_search(
             reopened_at = calls
     answers, sure = [], []
     for target in (0, 1):
-        # the leader of the contenders that have seen the most items: one that returned
-        # late, or was never challenged, is not answered on fewer items than its rivals
-        alive = contenders[target]
-        b = races.leader(target, alive & (races.level == races.level[alive].max()))
+        b = races.leader(target, contenders[target])
         others = np.flatnonzero(np.arange(k) != b)
         answers.append(b)
         sure.append(max(0.0, 1.0 - float(races.exceed(target, b, others).sum())))
