@@ -177,6 +177,39 @@ def test_the_stopping_rule_never_exceeds_the_budget(budget):
     assert 0.0 <= r.p_best <= 1.0 and 0.0 <= r.p_worst <= 1.0
 
 
+def test_a_seed_reproduces_its_search_and_the_seeds_differ():
+    oracle = _separated(80, seed=2)
+    a, b = paired_search(oracle, 300, seed=7), paired_search(oracle, 300, seed=7)
+    assert (a.best, a.worst, a.calls, a.p_best, a.p_worst) == (
+        b.best,
+        b.worst,
+        b.calls,
+        b.p_best,
+        b.p_worst,
+    )
+    np.testing.assert_array_equal(a.trials, b.trials)
+    others = [paired_search(oracle, 300, seed=s).trials for s in range(3)]
+    assert any((t != a.trials).any() for t in others)
+
+
+def test_the_budget_goes_to_the_formats_near_an_extreme():
+    # SYNTHETIC: three formats close at the top, three close at the bottom, a middle far
+    # from both
+    rng = np.random.default_rng(0)
+    acc = np.r_[0.2, 0.22, 0.24, np.full(10, 0.5), 0.76, 0.78, 0.8]
+    oracle = (rng.random((400, 16)) < acc).astype(float)
+    true = oracle.mean(axis=0)
+    budget = int(0.3 * oracle.size)
+    res = [paired_search(oracle, budget, seed=s) for s in range(10)]
+    assert all(r.calls <= budget for r in res)
+    for r in res:
+        # the middle leaves early: the near-extreme formats see several times its items
+        assert r.trials[[0, 1, 2, 13, 14, 15]].mean() > 3 * r.trials[3:13].mean()
+    # the reported spread keeps 90 % of the true one in at least 9 of the 10
+    spread = [(true[r.best] - true[r.worst]) / (true.max() - true.min()) for r in res]
+    assert sum(s >= 0.9 for s in spread) >= 9
+
+
 def test_paired_search_stops_early_once_both_races_are_decided():
     oracle = np.zeros((60, 4))
     oracle[:, 1] = 1.0
@@ -288,3 +321,28 @@ def test_hit_rates_reported_spread_against_a_literal_count():
     assert hit_rates(oracle, seeds=2, search=lazy)["spread_hits"] == 0
     flat = np.ones((10, 3))
     assert np.isnan(hit_rates(flat, seeds=2)["spread_ratios"]).all()
+
+
+def test_the_informed_bound_against_a_literal_count():
+    """The bench's bound for a search told the contenders: at its reported split, the
+    share of orders in which the top contenders' leader and the low contenders' last keep
+    90 % of the spread, recounted order by order; a whole-pool budget gives 1."""
+    from tests.support import script_module
+
+    bench = script_module("bench_formats")
+    oracle = _separated(40, seed=3)
+    acc = oracle.mean(axis=0)
+    rate, n_b, n_w = bench.informed_bound(oracle, fraction=0.3, orders=50, seed=1)
+    assert 2 * n_b + 6 * n_w <= int(0.3 * oracle.size)
+    rank = np.argsort(acc, kind="stable")
+    top, low = rank[-2:], rank[:6]
+    rng = np.random.default_rng(1)
+    order = rng.random((50, 40)).argsort(axis=1)
+    jitter = 1e-6 * rng.random((50, 1, 16))[:, 0]
+    hits = 0
+    for o, j in zip(order, jitter, strict=True):
+        b = top[np.argmax(oracle[o[:n_b]][:, top].sum(axis=0) + j[top])]
+        w = low[np.argmin(oracle[o[:n_w]][:, low].sum(axis=0) + j[low])]
+        hits += acc[b] - acc[w] >= 0.9 * (acc.max() - acc.min()) - 1e-12
+    assert rate == pytest.approx(hits / 50)
+    assert bench.informed_bound(oracle, fraction=1.0, orders=20)[0] == 1.0
