@@ -232,7 +232,8 @@ def test_the_generic_walk_budgets_the_logits_of_every_scored_position(tok, monke
 
     model = _config("llama", tok)
     s, _, _ = _all_masks_agree(model, tok)
-    monkeypatch.setattr(scorer_module, "_available_ram", lambda: 2e7)  # a fixed budget, below the cap of 128 rows
+    # a fixed budget, below the cap of 128 rows
+    monkeypatch.setattr(scorer_module, "_available_ram", lambda: 2e7)
     assert s._budget_rows(60, 40) < s._budget_rows(60, 1)
     vocab = s._text_config().vocab_size
     per_row = 3 * s._kv_bytes_per_token() * 60 + vocab * (16 + 4 * 40)
