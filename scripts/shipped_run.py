@@ -93,9 +93,25 @@ def compare(a: Path, b: Path) -> list[str]:
                     continue
                 if key == "config" and _same_config(x.attrs.get(key), y.attrs.get(key)):
                     continue
+                if (key in x.attrs) != (key in y.attrs) and _added_at_default(
+                    key, x.attrs.get(key, y.attrs.get(key)), str(x.attrs.get("method", "ips"))
+                ):
+                    continue
                 if str(x.attrs.get(key)) != str(y.attrs.get(key)):
                     diffs.append(f"{at}attrs[{key!r}]")
         return diffs
+
+
+def _added_at_default(key: str, value, method: str) -> bool:
+    """A run setting one file records and the other lacks, at the method's default: a key
+    added to psens after the committed file was made (:func:`psens.config_schema.defaults`)."""
+    from psens import config_schema
+
+    try:
+        defaults = config_schema.defaults(method)
+    except Exception:  # an unknown method: nothing is a default
+        return False
+    return key in defaults and str(defaults[key]) == str(value)
 
 
 def _same_config(a, b) -> bool:

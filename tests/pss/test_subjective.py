@@ -362,6 +362,17 @@ def test_check_ignores_a_config_key_added_later_at_its_default_only():
     assert not same("not json", old)
 
 
+def test_check_ignores_a_run_setting_recorded_later_at_its_default_only():
+    """A method run's file records its settings as attributes: one made before a setting
+    existed (pss-alpaca.nc has no ``judge_timeout``) matches a rerun that records the
+    setting at the method's default, not one with another value or an unknown key."""
+    added = _shipped_run_module()._added_at_default
+    assert added("judge_timeout", 60.0, "subjective")
+    assert not added("judge_timeout", 30.0, "subjective")
+    assert not added("banana", 1, "subjective")
+    assert not added("judge_timeout", 60.0, "no-such-method")
+
+
 def test_reread_gives_what_a_rerun_gives(tmp_path, monkeypatch):
     """A preference run whose off-format replies were stored as "no" verdicts, with S_i from
     them, is re-read into exactly the run the parser writes; a current run is unchanged."""
