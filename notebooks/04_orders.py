@@ -85,6 +85,15 @@ print("\n".join(pw.order_verdicts(cloze_head, cloze, reasons=findings_models(clo
 pw.OrderIPS(cloze)
 
 # %% [markdown]
+# **A second dataset: PIQA.** The shipped run `data/runs/cloze-piqa.nc` asks the same models 40 PIQA questions in the cloze formulation (the goal is the question, each of the two solutions scored as a continuation). Both answer above chance there too; whether their IPS is above its noise floor, and so whether fig. 9 can be tested on it, is the headline's verdict printed below — where it is not, every order line reads "cannot test".
+
+# %%
+piqa = pw.load_run("data/runs/cloze-piqa.nc")
+piqa_head = next(iter(headlines(piqa).values()))
+print("\n".join(headline_lines(piqa_head)))
+print("\n".join(pw.order_verdicts(piqa_head, piqa, reasons=findings_models(piqa))))
+
+# %% [markdown]
 # ## Across model scales (fig. 11)
 #
 # The same numbers with one panel per order and models sorted by series and size.

@@ -380,3 +380,34 @@ def test_chance_of_a_lettered_format_run_with_lowercase_labels_and_blank_lines()
     mean of 1/k over its ARC-Challenge items, not NaN."""
     ds = psens.open_run(ROOT / "data" / "runs" / "formats-acc.nc")
     assert 0.24 < chance_level(ds) < 0.26
+
+
+def test_the_runs_readme_piqa_cloze_figures_are_the_shipped_run():
+    """data/runs/README.md's PIQA cloze section: each model's IPS, floor, IPS − floor with its
+    CI and p as headline computes them from cloze-piqa.nc, the accuracies against chance,
+    the items with an IPS, the template spread, and "neither IPS is a finding" as the one
+    verdict rule says."""
+    from psens.formats.analysis import accuracy_spread
+    from psens.ips.verdicts import findings
+
+    ds = psens.open_run(ROOT / "data" / "runs" / "cloze-piqa.nc")
+    head = headline(ds)
+    text = " ".join((ROOT / "data" / "runs" / "README.md").read_text().split())
+    text = text.replace("−", "-")
+    for model, rows in head.groupby("model"):
+        r = rows.set_index("order").loc["all"]
+        ips_part = f"IPS {r['ips']:.3f}, floor {r['floor']:.3f}, IPS - floor {r['diff']:.3f}"
+        assert f"{ips_part} [{r['diff_lo']:.3f}, {r['diff_hi']:.3f}]" in text, model
+        assert not bool(r["above_floor"])
+    smol = head.query("order == 'all' and model == 'smollm2-135m-instruct'").iloc[0]
+    assert f"[{smol['diff_lo']:.3f}, {smol['diff_hi']:.3f}], p = {smol['p_value']:.3g}" in text
+    assert smol["diff_lo"] > 0 and smol["p_value"] >= 0.05  # a CI above 0, the test not rejecting
+    acc = " and ".join(f"{a:.2f}" for a in head.query("order == 'all'")["accuracy"])
+    assert f"(accuracy {acc} against {chance_level(ds):.2f})" in text
+    assert all(findings(head).values()) and "**neither IPS is a finding**" in text  # reasons
+    n_ips = int(np.isfinite(psens.ips.ips(ds).sel(model="gemma3-270m")).sum())
+    assert f"({n_ips} of the {ds.sizes['sample']} items" in text
+    spread = accuracy_spread(ds, n_boot=500, n_perm=500)
+    assert spread["within_noise"].all()
+    spreads = " and ".join(f"{x:.2f}" for x in spread["spread"])
+    assert f"(accuracy spread {spreads}, inside its noise)" in text
