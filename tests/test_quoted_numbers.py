@@ -683,3 +683,39 @@ def test_the_runs_readme_dbsa_sentence_is_notebook_11s_reading(monkeypatch, caps
     assert (
         f"(Spearman ρ = {rho_text}, inside the ±{band} that unrelated rankings of 40 words" in text
     )
+
+
+def test_the_runs_readme_format_search_hit_rates_are_the_shipped_runs():
+    """data/runs/README.md's budgeted-search figures on formats-acc.nc: the hits of
+    ``paired_search`` and ``thompson_search`` over 10 seeds at 30 % of the calls, the range
+    of the paired search's mean posterior probabilities, and the pool's correct counts at
+    the extremes (the bench replays the same stored answers)."""
+    from psens.formats.analysis import correctness
+    from psens.formats.search import hit_rates, paired_search, thompson_search
+
+    text = flat(RUNS / "README.md")
+    pools = correctness(run("formats-acc"))
+    h = {
+        (m, name): hit_rates(x, fraction=0.3, seeds=10, search=search)
+        for m, x in pools.items()
+        for name, search in (("paired", paired_search), ("thompson", thompson_search))
+    }
+    smol, gemma = "smollm2-135m-instruct", "gemma3-270m"
+    first = h[(smol, "paired")]
+    assert f"30 % = {first['budget']} of the {first['all_calls']:,} calls per model" in text
+
+    def pair(name: str, key: str) -> str:
+        return f"{h[(smol, name)][key]}/10 and {h[(gemma, name)][key]}/10"
+
+    paired = f"`paired_search` finds the best in {h[(smol, 'paired')]['best_hits']}/10 (SmolLM2)"
+    assert f"{paired} and {h[(gemma, 'paired')]['best_hits']}/10 (Gemma)" in text
+    assert f"the worst in {pair('paired', 'worst_hits')}" in text
+    thompson = f"Thompson sampling {h[(smol, 'thompson')]['best_hits']}/10 and "
+    assert f"{thompson}{h[(gemma, 'thompson')]['best_hits']}/10 (best)" in text
+    assert f"{pair('thompson', 'worst_hits')} (worst)" in text
+    posts = [h[(m, "paired")][k] for m in (smol, gemma) for k in ("p_best", "p_worst")]
+    assert f"mean posterior probability of its answers {min(posts):.3f}–{max(posts):.2f}" in text
+    for m, x in pools.items():  # the pool's extremes, in correct answers of the 150 items
+        counts = sorted(x.sum(axis=0).astype(int).tolist(), reverse=True)
+        name = "SmolLM2" if m == smol else "Gemma"
+        assert f"{name} best {counts[0]} vs {counts[1]}" in text, (m, counts)
