@@ -136,7 +136,7 @@ def _readme_figures():
     return found
 
 
-@pytest.mark.parametrize("run", ["arc", "mmlu", "cloze-arc-easy"])
+@pytest.mark.parametrize("run", ["arc", "mmlu", "cloze-arc-easy", "cloze-piqa"])
 def test_readme_headline_figures_are_the_runs(run):
     """Every number of the README's headline sentence of a run is that run's headline,
     as ``headline`` computes it now (fails when either drifts)."""
@@ -165,7 +165,7 @@ def _model_parts(sentence: str, head) -> dict[str, str]:
     return dict(zip(models, parts, strict=True))
 
 
-@pytest.mark.parametrize("run", ["arc", "mmlu", "cloze-arc-easy"])
+@pytest.mark.parametrize("run", ["arc", "mmlu", "cloze-arc-easy", "cloze-piqa"])
 def test_every_number_of_the_readme_headline_is_the_runs(run):
     """Each decimal and percentage the README's headline sentence gives a model is one of that
     model's headline figures (IPS and its bands to 2 decimals, accuracy to 2, the floor test's
@@ -200,11 +200,13 @@ SAYS = {
     "both IPS are **findings**": "all",
     "No model of this run is a finding": "none",
     "On the shipped run no model is": "none",
+    "neither is a finding": "none",
 }
 #: each verdict sentence: the document, the run and the shot settings it speaks of
 VERDICTS = [
     ("README.md", "neither model's sensitivity is a finding", "arc", [0]),
     ("README.md", "both are findings", "cloze-arc-easy", None),
+    ("README.md", "neither is a finding", "cloze-piqa", None),
     ("README.md", "On the shipped run no model is", "arc", [0, 1, 3]),
     ("data/runs/README.md", "No model of this run is a finding", "arc", [0, 1, 3]),
     ("data/runs/README.md", "both IPS are **findings**", "cloze-arc-easy", None),
@@ -400,7 +402,7 @@ def test_the_runs_readme_piqa_cloze_figures_are_the_shipped_run():
         assert f"{ips_part} [{r['diff_lo']:.3f}, {r['diff_hi']:.3f}]" in text, model
         assert not bool(r["above_floor"])
     smol = head.query("order == 'all' and model == 'smollm2-135m-instruct'").iloc[0]
-    assert f"[{smol['diff_lo']:.3f}, {smol['diff_hi']:.3f}], p = {smol['p_value']:.3g}" in text
+    assert f"[{smol['diff_lo']:.3f}, {smol['diff_hi']:.3f}], p = {smol['p_value']:.2g}" in text
     assert smol["diff_lo"] > 0 and smol["p_value"] >= 0.05  # a CI above 0, the test not rejecting
     acc = " and ".join(f"{a:.2f}" for a in head.query("order == 'all'")["accuracy"])
     assert f"(accuracy {acc} against {chance_level(ds):.2f})" in text
