@@ -295,6 +295,18 @@ def rank_correlation(x: np.ndarray, y: np.ndarray, *, method: str = "spearman") 
     return np.where(den > 1e-12, r, np.nan)
 
 
+def check_correlation_args(where: str, method: str, n_boot: int, n_perm: int, ci: float) -> None:
+    """Refuse, in one line each, the arguments a correlation claim passes on to
+    :func:`correlation_ci` and :func:`correlation_test` (the one check of both claims)."""
+    from psens._validation import check_in_interval, check_positive_int, fail
+
+    check_positive_int(n_boot, where, "n_boot")
+    check_positive_int(n_perm, where, "n_perm")
+    check_in_interval(ci, where, "ci", 0.0, 1.0)
+    if method not in ("spearman", "pearson"):
+        fail(where, f"method = {method!r}", 'Use "spearman" or "pearson"')
+
+
 def correlation_test(
     x: np.ndarray,
     y: np.ndarray,

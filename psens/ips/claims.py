@@ -81,6 +81,7 @@ from psens.settings import tau_of
 from psens.stats import (
     bootstrap_means,
     change_verdict,
+    check_correlation_args,
     correlation_ci,
     correlation_test,
     is_finding,
@@ -711,11 +712,7 @@ def accuracy_relation(
        Computational Linguistics: EMNLP 2024, pp. 1950–1976. arXiv:2410.12405.
     """
     where = "accuracy_relation"
-    check_positive_int(n_boot, where, "n_boot")
-    check_positive_int(n_perm, where, "n_perm")
-    check_in_interval(ci, where, "ci", 0.0, 1.0)
-    if method not in ("spearman", "pearson"):
-        fail(where, f"method = {method!r}", 'Use "spearman" or "pearson"')
+    check_correlation_args(where, method, n_boot, n_perm, ci)
     if across not in ("items", "templates"):
         fail(where, f"across = {across!r}", 'Use "items" or "templates"')
     run = ds

@@ -41,11 +41,16 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from psens._validation import check_in_interval, check_positive_int, fail
+from psens._validation import check_in_interval, fail
 from psens.pss.metric import instance_pss
 from psens.pss.verdicts import change_verdict, is_finding
 from psens.settings import run_settings
-from psens.stats import correlation_ci, correlation_test, rank_correlation
+from psens.stats import (
+    check_correlation_args,
+    correlation_ci,
+    correlation_test,
+    rank_correlation,
+)
 from psens.store.labels import model_names
 
 __all__ = [
@@ -241,11 +246,7 @@ def confidence_relation(
     from psens.ips.headline import answer_caveats
 
     where = "psens.pss.confidence_relation"
-    check_positive_int(n_boot, where, "n_boot")
-    check_positive_int(n_perm, where, "n_perm")
-    check_in_interval(ci, where, "ci", 0.0, 1.0)
-    if method not in ("spearman", "pearson"):
-        fail(WHERE, f"method={method!r}", 'Use "spearman" or "pearson"')
+    check_correlation_args(where, method, n_boot, n_perm, ci)
     table = instance_table(ds, correct=correct)
     rng = np.random.default_rng(seed)
     perm_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])

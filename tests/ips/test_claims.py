@@ -344,3 +344,23 @@ def test_few_shot_claim_is_each_models_change_alone():
     assert (w["verdict"] == f"{CANNOT_TEST}: not above the noise floor").all()
     with pytest.raises(ValueError, match="few_shot_claim: the run has no shot dim"):
         few_shot_claim(synthetic_run(MODELS, n_samples=3, templates=TEMPLATES))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        ({"method": "kendall"}, "method"),
+        ({"n_boot": 0}, "n_boot"),
+        ({"n_perm": -1}, "n_perm"),
+        ({"ci": 1.5}, "ci"),
+    ],
+)
+def test_both_correlation_claims_refuse_bad_arguments_in_one_check(kwargs, named):
+    """accuracy_relation and confidence_relation refuse the same arguments with the same
+    one-line message, from psens.stats.check_correlation_args."""
+    from psens.stats import check_correlation_args
+
+    args = {"method": "spearman", "n_boot": 10, "n_perm": 10, "ci": 0.95, **kwargs}
+    check_correlation_args("here", "pearson", 1, 1, 0.5)  # good arguments pass
+    with pytest.raises(Exception, match=named):
+        check_correlation_args("here", **args)
